@@ -1,0 +1,1 @@
+"""Alembic migrations, shipped inside the package as mmdedup.migrations."""

@@ -1,0 +1,5 @@
+"""`python -m mmdedup` is the `mmdedup` command."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,212 @@
+"""Platform: the one facade the CLI, the scripts and Python users call.
+
+Results are plain dicts and lists in the shapes of the documented file formats (a pairs
+line, a clusters line), so what a script reads from `mmdedup pairs --format jsonl` and what
+it gets from `Platform.pairs()` are the same thing.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from .config import DEFAULT_HOME, Settings, load_settings, tiers_at_least
+from .ingest import IngestReport, run_ingest
+from .items import (
+    Item,
+    count_manifest_lines,
+    folder_files,
+    read_folder,
+    read_items,
+    read_manifest,
+)
+from .score.cluster import accepted_edges, components
+from .store.db import open_store, resolve_url
+from .store.schema import Asset, Failure, IngestRun, Label, Pair, Signature
+from .store.schema import Item as ItemRow
+
+SIGNAL_NAMES = ("text", "image", "video", "dom")
+DECISIONS = ("duplicate", "distinct", "unsure")
+
+
+class Platform:
+    """A store of items and their duplicate relations, opened on one database."""
+
+    def __init__(self, home: Path, url: str, sessions: sessionmaker[Session],
+                 settings: Settings) -> None:
+        self.home = home
+        self.url = url
+        self.sessions = sessions
+        self.settings = settings
+
+    @classmethod
+    def open(cls, home: str | Path | None = None, db_url: str | None = None) -> Platform:
+        """Open (creating and migrating as needed) the store under `home`.
+
+        `home` defaults to $MMDEDUP_HOME or ./.mmdedup; `db_url` to $MMDEDUP_DATABASE_URL or
+        SQLite inside home. Index files always live in home.
+        """
+        home_path = Path(home or os.environ.get("MMDEDUP_HOME") or DEFAULT_HOME)
+        home_path.mkdir(parents=True, exist_ok=True)
+        url = resolve_url(home_path, db_url or os.environ.get("MMDEDUP_DATABASE_URL"))
+        return cls(home_path, url, open_store(url), load_settings(home_path))
+
+    def close(self) -> None:
+        self.sessions.kw["bind"].dispose()
+
+    def __enter__(self) -> Platform:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- ingest ------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        source: str | Path | Iterable[Item | dict[str, Any]],
+        *,
+        root: str | Path | None = None,
+        progress: bool = False,
+    ) -> IngestReport:
+        """Ingest a manifest (.jsonl), a folder (one item per file) or Python items.
+
+        For Python items, relative paths are resolved against `root` (and may not leave it)
+        or, without one, against the working directory.
+        """
+        if isinstance(source, (str, Path)):
+            path = Path(source)
+            if path.is_dir():
+                files = folder_files(path)
+                entries = read_folder(path, files, self.settings)
+                return self._run(entries, str(path.resolve()), path, len(files), progress)
+            if not path.is_file():
+                raise FileNotFoundError(f"no manifest or folder at {path}")
+            return self._run(read_manifest(path, self.settings), str(path.resolve()),
+                             path.parent, count_manifest_lines(path), progress)
+        items = list(source)
+        return self._run(read_items(items), "api", Path(root) if root else None,
+                         len(items), progress)
+
+    def _run(self, entries: Iterable, source: str, root: Path | None, total: int,
+             progress: bool) -> IngestReport:
+        return run_ingest(self.sessions, entries, source=source, root=root,
+                          settings=self.settings, total=total, progress=progress)
+
+    # --- results -----------------------------------------------------------------------
+
+    def pairs(self, min_tier: str = "weak") -> list[dict[str, Any]]:
+        """Scored pairs at or above `min_tier`, best first, as pairs-file lines."""
+        tiers = tiers_at_least(min_tier)
+        with self.sessions() as session:
+            ids = self._ids(session)
+            rows = session.scalars(
+                select(Pair).where(Pair.tier.in_(tiers)).order_by(Pair.score.desc(), Pair.a_pk, Pair.b_pk)
+            ).all()
+            return [_pair_dict(p, ids) for p in rows]
+
+    def clusters(self) -> list[dict[str, Any]]:
+        """Duplicate groups; the canonical member is the earliest ingested."""
+        with self.sessions() as session:
+            ids = self._ids(session)
+            edges = accepted_edges(
+                session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier)).all(),
+                self._decisions(session),
+            )
+        groups = components(edges)
+        # pks grow in ingest order, so the smallest pk is the earliest ingested item.
+        return [{"canonical": ids[g[0]], "members": [ids[pk] for pk in g]} for g in groups]
+
+    def label(self, a: str, b: str, duplicate: bool, reviewer: str | None = None) -> None:
+        """Record a reviewer's decision on the pair (a, b); the latest one is in force."""
+        self._record_label(a, b, "duplicate" if duplicate else "distinct", reviewer)
+
+    def _record_label(self, a: str, b: str, decision: str, reviewer: str | None) -> None:
+        if decision not in DECISIONS:
+            raise ValueError(f"unknown decision {decision!r}")
+        if a == b:
+            raise ValueError("a pair needs two different items")
+        with self.sessions.begin() as session:
+            pks = self._pks(session, [a, b])
+            lo, hi = sorted((pks[a], pks[b]))
+            session.add(Label(a_pk=lo, b_pk=hi, decision=decision,
+                              reviewer=reviewer or default_reviewer()))
+
+    def failures(self, include_resolved: bool = False) -> list[dict[str, Any]]:
+        """Inputs that failed, with their reason; open ones only unless asked."""
+        query = select(Failure).order_by(Failure.pk)
+        if not include_resolved:
+            query = query.where(Failure.resolved_at.is_(None))
+        with self.sessions() as session:
+            return [
+                {"source": f.source, "key": f.key, "id": f.item_id, "reason": f.reason,
+                 "detail": f.detail, "at": f.created_at.isoformat(),
+                 "resolved": f.resolved_at is not None}
+                for f in session.scalars(query)
+            ]
+
+    def stats(self) -> dict[str, Any]:
+        def counts(session: Session, column: Any, *where: Any) -> dict[str, int]:
+            query = select(column, func.count()).group_by(column)
+            for clause in where:
+                query = query.where(clause)
+            return {str(k): v for k, v in session.execute(query).all()}
+
+        with self.sessions() as session:
+            return {
+                "items": session.scalar(select(func.count()).select_from(ItemRow)) or 0,
+                "assets": counts(session, Asset.role),
+                "signatures": counts(session, Signature.kind),
+                "pairs": counts(session, Pair.tier),
+                "labels": counts(session, Label.decision),
+                "open_failures": counts(session, Failure.reason, Failure.resolved_at.is_(None)),
+                "ingest_runs": counts(session, IngestRun.status),
+                "clusters": len(self.clusters()),
+            }
+
+    # --- helpers -----------------------------------------------------------------------
+
+    @staticmethod
+    def _ids(session: Session) -> dict[int, str]:
+        return dict(session.execute(select(ItemRow.pk, ItemRow.id)).all())
+
+    @staticmethod
+    def _pks(session: Session, ids: list[str]) -> dict[str, int]:
+        found = dict(session.execute(select(ItemRow.id, ItemRow.pk).where(ItemRow.id.in_(ids))).all())
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise KeyError(f"no item with id {', '.join(map(repr, missing))}")
+        return found
+
+    @staticmethod
+    def _decisions(session: Session) -> dict[tuple[int, int], str]:
+        """The decision in force per pair: the latest label, ignoring 'unsure'."""
+        latest: dict[tuple[int, int], str] = {}
+        for a, b, decision in session.execute(
+            select(Label.a_pk, Label.b_pk, Label.decision).order_by(Label.created_at, Label.pk)
+        ).all():
+            if decision != "unsure":
+                latest[(a, b)] = decision
+        return latest
+
+
+def default_reviewer() -> str:
+    try:
+        return os.environ.get("MMDEDUP_REVIEWER") or getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def _pair_dict(pair: Pair, ids: dict[int, str]) -> dict[str, Any]:
+    signals = {name: pair.signals.get(name) for name in SIGNAL_NAMES}
+    signals.update({k: v for k, v in pair.signals.items() if k not in signals})
+    return {"a": ids[pair.a_pk], "b": ids[pair.b_pk], "score": round(pair.score, 4),
+            "tier": pair.tier, "kind": pair.kind, "signals": signals}
+
+
+__all__ = ["Platform", "Item", "IngestReport"]

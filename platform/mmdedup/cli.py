@@ -1,0 +1,164 @@
+"""The `mmdedup` command: argument parsing and output formatting over `Platform`.
+
+jsonl and csv are for scripts (one record a line, stable keys); table is for people.
+Errors a user can fix print one line on stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from .api import SIGNAL_NAMES, Platform
+from .config import TIERS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mmdedup", description=__doc__.splitlines()[0])
+    parser.add_argument("--home", default=None,
+                        help="folder for the SQLite database and index files "
+                             "(env MMDEDUP_HOME, default ./.mmdedup)")
+    parser.add_argument("--db", default=None,
+                        help="database URL, e.g. postgresql+psycopg://user@host/db "
+                             "(env MMDEDUP_DATABASE_URL, default SQLite in --home)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="ingest a manifest (.jsonl) or a folder")
+    p.add_argument("source", help="MANIFEST.jsonl or FOLDER")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("pairs", help="scored duplicate pairs")
+    p.add_argument("--min-tier", choices=TIERS, default="weak")
+    p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table")
+
+    p = sub.add_parser("clusters", help="duplicate groups")
+    p.add_argument("--format", choices=("table", "jsonl"), default="table")
+
+    p = sub.add_parser("label", help="record a reviewer decision on one pair")
+    p.add_argument("a")
+    p.add_argument("b")
+    decision = p.add_mutually_exclusive_group(required=True)
+    decision.add_argument("--duplicate", action="store_true")
+    decision.add_argument("--distinct", action="store_true")
+    p.add_argument("--reviewer", default=None, help="default: $MMDEDUP_REVIEWER or the login")
+
+    p = sub.add_parser("failures", help="inputs that could not be ingested, with the reason")
+    p.add_argument("--all", action="store_true", help="include failures a rerun resolved")
+    p.add_argument("--format", choices=("table", "jsonl"), default="table")
+
+    p = sub.add_parser("stats", help="counts of items, pairs, labels and failures")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        with Platform.open(args.home, args.db) as platform:
+            return COMMANDS[args.command](platform, args)
+    except (KeyError, ValueError, FileNotFoundError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"mmdedup: error: {message}", file=sys.stderr)
+        return 2
+
+
+def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
+    show = not args.no_progress and sys.stderr.isatty()
+    report = platform.ingest(args.source, progress=show)
+    print(report.summary())
+    if report.failed:
+        print("see `mmdedup failures` for the reasons; a rerun retries them", file=sys.stderr)
+    return 0
+
+
+def cmd_pairs(platform: Platform, args: argparse.Namespace) -> int:
+    pairs = platform.pairs(args.min_tier)
+    if args.format == "jsonl":
+        _jsonl(pairs)
+    elif args.format == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(["a", "b", "score", "tier", "kind", *SIGNAL_NAMES])
+        for p in pairs:
+            writer.writerow([p["a"], p["b"], p["score"], p["tier"], p["kind"],
+                             *("" if p["signals"][s] is None else p["signals"][s] for s in SIGNAL_NAMES)])
+    else:
+        _table(["a", "b", "score", "tier", "kind", *SIGNAL_NAMES],
+               [[p["a"], p["b"], f"{p['score']:.3f}", p["tier"], p["kind"],
+                 *_fmt_signals(p["signals"])] for p in pairs], f"{len(pairs)} pairs")
+    return 0
+
+
+def cmd_clusters(platform: Platform, args: argparse.Namespace) -> int:
+    clusters = platform.clusters()
+    if args.format == "jsonl":
+        _jsonl(clusters)
+    else:
+        _table(["canonical", "size", "members"],
+               [[c["canonical"], str(len(c["members"])), ", ".join(c["members"])] for c in clusters],
+               f"{len(clusters)} clusters")
+    return 0
+
+
+def cmd_label(platform: Platform, args: argparse.Namespace) -> int:
+    platform.label(args.a, args.b, duplicate=args.duplicate, reviewer=args.reviewer)
+    print(f"{args.a} ~ {args.b}: {'duplicate' if args.duplicate else 'distinct'}")
+    return 0
+
+
+def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
+    failures = platform.failures(include_resolved=args.all)
+    if args.format == "jsonl":
+        _jsonl(failures)
+    else:
+        _table(["source", "key", "reason", "detail"],
+               [[os.path.basename(f["source"]), f["key"], f["reason"], f["detail"]] for f in failures],
+               f"{len(failures)} failures")
+    return 0
+
+
+def cmd_stats(platform: Platform, args: argparse.Namespace) -> int:
+    stats = platform.stats()
+    if args.format == "json":
+        print(json.dumps(stats, ensure_ascii=False, indent=2))
+        return 0
+    rows = []
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
+        rows.append([key, str(value)])
+    _table(["what", "count"], rows, "mmdedup store")
+    return 0
+
+
+COMMANDS = {"ingest": cmd_ingest, "pairs": cmd_pairs, "clusters": cmd_clusters,
+            "label": cmd_label, "failures": cmd_failures, "stats": cmd_stats}
+
+
+def _fmt_signals(signals: dict[str, Any]) -> list[str]:
+    return ["-" if signals[s] is None else f"{signals[s]:.2f}" for s in SIGNAL_NAMES]
+
+
+def _jsonl(records: list[dict[str, Any]]) -> None:
+    out = sys.stdout
+    for record in records:
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def _table(columns: list[str], rows: list[list[str]], title: str) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=max(120, Console().width)).print(table)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

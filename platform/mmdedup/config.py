@@ -1,0 +1,77 @@
+"""Every threshold, weight and limit, with its default written once.
+
+A deployment overrides any of them in `<home>/config.toml` (top-level keys named like the
+fields below); nothing else in the package hard-codes a number a user might want to tune.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_HOME = ".mmdedup"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Tiers: strong pairs merge automatically, medium go to review, weak are only logged.
+    tier_strong: float = 0.9
+    tier_medium: float = 0.8
+    tier_weak: float = 0.7
+
+    # Input limits: past these an item fails with a reason instead of exhausting memory.
+    max_file_bytes: int = 256 * 1024 * 1024
+    max_text_chars: int = 2_000_000
+    max_image_pixels: int = 64_000_000
+    max_manifest_line_bytes: int = 8 * 1024 * 1024
+
+    # Ingest commits every `ingest_chunk` items, so a killed run loses at most one chunk.
+    ingest_chunk: int = 500
+    # An exact-duplicate group pairs each new member with at most this many earlier ones
+    # (the earliest first); clusters stay whole through union-find, the pairs table bounded.
+    max_exact_pairs_per_item: int = 50
+
+    fusion_weights: dict[str, float] = field(
+        default_factory=lambda: {"text": 0.5, "image": 0.3, "dom": 0.2}
+    )
+
+    def tier(self, score: float) -> str | None:
+        """The tier a fused score falls in, or None below the weak threshold."""
+        if score >= self.tier_strong:
+            return "strong"
+        if score >= self.tier_medium:
+            return "medium"
+        if score >= self.tier_weak:
+            return "weak"
+        return None
+
+
+TIERS = ("strong", "medium", "weak")
+
+
+def tiers_at_least(min_tier: str) -> tuple[str, ...]:
+    """The tiers at or above `min_tier` (strong is the highest)."""
+    if min_tier not in TIERS:
+        raise ValueError(f"unknown tier {min_tier!r}; expected one of {', '.join(TIERS)}")
+    return TIERS[: TIERS.index(min_tier) + 1]
+
+
+def load_settings(home: Path) -> Settings:
+    """Defaults, overridden by `<home>/config.toml` and then by MMDEDUP_<FIELD> variables."""
+    values: dict[str, object] = {}
+    path = home / "config.toml"
+    if path.exists():
+        with path.open("rb") as fh:
+            values.update(tomllib.load(fh))
+    known = {f.name: f for f in dataclasses.fields(Settings)}
+    unknown = set(values) - set(known)
+    if unknown:
+        raise ValueError(f"{path}: unknown settings {', '.join(sorted(unknown))}")
+    for name, f in known.items():
+        env = os.environ.get(f"MMDEDUP_{name.upper()}")
+        if env is not None and f.type in ("int", "float"):
+            values[name] = int(env) if f.type == "int" else float(env)
+    return Settings(**values)  # type: ignore[arg-type]

@@ -1,0 +1,232 @@
+"""Batch ingest: entries -> items, assets, failures and exact-duplicate pairs, chunk by chunk.
+
+Each chunk is one transaction, so a run killed at any moment leaves whole chunks behind
+and a rerun, which skips items whose fingerprint is unchanged, completes the batch with
+nothing missing or doubled. Failures are keyed by (source, item id or manifest line): a
+rerun closes the old failure of every record it reaches and records a new one only if the
+record still fails.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy.orm import Session, sessionmaker
+from tqdm import tqdm
+
+from .config import Settings
+from .items import Entry, InputError, LoadedItem, load_item
+from .store.schema import Asset, Failure, IngestRun, Item, Pair, Signature, utcnow
+
+# Which pair signals an exact match on each part of the content sets to 1.0.
+_SIGNALS_OF_ROLE = {"text": ("text",), "html": ("text", "dom"), "image": ("image",),
+                    "video": ("video",)}
+
+
+@dataclass
+class IngestReport:
+    source: str
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    failures: Counter[str] = field(default_factory=Counter)
+    exact_pairs: int = 0
+
+    def summary(self) -> str:
+        text = (f"{self.source}: {self.new} new, {self.updated} updated, {self.unchanged} "
+                f"unchanged, {self.failed} failed; {self.exact_pairs} exact-duplicate pairs")
+        if self.failures:
+            text += " (failures: " + ", ".join(f"{r} {n}" for r, n in self.failures.most_common()) + ")"
+        return text
+
+    def as_dict(self) -> dict[str, object]:
+        return {"source": self.source, "new": self.new, "updated": self.updated,
+                "unchanged": self.unchanged, "failed": self.failed,
+                "failures": dict(self.failures), "exact_pairs": self.exact_pairs}
+
+
+# Called inside a chunk's transaction with the items that are new or changed, so later
+# signals (text, image, video) are computed and paired in the same atomic step.
+ChunkHook = Callable[[Session, list[tuple[int, LoadedItem]]], None]
+
+
+def run_ingest(
+    factory: sessionmaker[Session],
+    entries: Iterable[Entry],
+    *,
+    source: str,
+    root: Path | None,
+    settings: Settings,
+    total: int | None = None,
+    progress: bool = False,
+    hooks: Iterable[ChunkHook] = (),
+) -> IngestReport:
+    report = IngestReport(source)
+    with factory.begin() as session:
+        run = IngestRun(source=source)
+        session.add(run)
+        session.flush()
+        run_pk = run.pk
+    bar = tqdm(total=total, unit="item", desc="ingest", disable=not progress, leave=False)
+    try:
+        for chunk in _chunks(entries, settings.ingest_chunk):
+            with factory.begin() as session:
+                _process_chunk(session, run_pk, chunk, root, settings, report, list(hooks))
+            bar.update(len(chunk))
+    finally:
+        bar.close()
+    with factory.begin() as session:
+        session.execute(update(IngestRun).where(IngestRun.pk == run_pk).values(
+            status="done", finished_at=utcnow(), counts=report.as_dict()))
+    return report
+
+
+def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
+    it = iter(entries)
+    while chunk := list(islice(it, size)):
+        yield chunk
+
+
+def _process_chunk(
+    session: Session,
+    run_pk: int,
+    chunk: list[Entry],
+    root: Path | None,
+    settings: Settings,
+    report: IngestReport,
+    hooks: list[ChunkHook],
+) -> None:
+    loaded: list[LoadedItem] = []
+    failed: list[tuple[Entry, InputError]] = []
+    for entry in chunk:
+        if entry.error is not None:
+            failed.append((entry, entry.error))
+            continue
+        assert entry.item is not None
+        try:
+            loaded.append(load_item(entry.item, root, settings))
+        except InputError as exc:
+            failed.append((entry, exc))
+
+    now = utcnow()
+    session.execute(
+        update(Failure)
+        .where(Failure.source == report.source, Failure.key.in_([e.key for e in chunk]),
+               Failure.resolved_at.is_(None))
+        .values(resolved_at=now)
+    )
+    if failed:
+        session.execute(insert(Failure), [
+            {"run_pk": run_pk, "source": report.source, "key": e.key,
+             "item_id": e.item.id if e.item else None, "reason": err.reason,
+             "detail": err.detail, "created_at": now}
+            for e, err in failed
+        ])
+        report.failed += len(failed)
+        report.failures.update(err.reason for _, err in failed)
+
+    changed = _upsert_items(session, loaded, report, now)
+    if changed:
+        _write_assets(session, changed)
+        _write_exact_pairs(session, changed, settings, report)
+        for hook in hooks:
+            hook(session, changed)
+
+
+def _upsert_items(
+    session: Session, loaded: list[LoadedItem], report: IngestReport, now: object
+) -> list[tuple[int, LoadedItem]]:
+    """Insert new items, update changed ones (dropping what was derived from the old
+    content), skip unchanged ones; returns (pk, item) for the new and changed."""
+    if not loaded:
+        return []
+    existing = {
+        row.id: (row.pk, row.fingerprint)
+        for row in session.execute(
+            select(Item.id, Item.pk, Item.fingerprint).where(Item.id.in_([li.item.id for li in loaded]))
+        )
+    }
+    changed: list[tuple[int, LoadedItem]] = []
+    fresh: list[LoadedItem] = []
+    stale_pks: list[int] = []
+    for li in loaded:
+        old = existing.get(li.item.id)
+        if old is None:
+            fresh.append(li)
+        elif old[1] == li.fingerprint:
+            report.unchanged += 1
+        else:
+            stale_pks.append(old[0])
+            changed.append((old[0], li))
+            session.execute(update(Item).where(Item.pk == old[0]).values(
+                **_item_values(li, report.source), updated_at=now))
+    if stale_pks:
+        for table in (Asset, Signature):
+            session.execute(delete(table).where(table.item_pk.in_(stale_pks)))
+        session.execute(delete(Pair).where(or_(Pair.a_pk.in_(stale_pks), Pair.b_pk.in_(stale_pks))))
+        report.updated += len(stale_pks)
+    if fresh:
+        rows = session.execute(
+            insert(Item).returning(Item.pk, Item.id, sort_by_parameter_order=True),
+            [{"id": li.item.id, **_item_values(li, report.source), "created_at": now, "updated_at": now}
+             for li in fresh],
+        ).all()
+        changed.extend((row.pk, li) for row, li in zip(rows, fresh))
+        report.new += len(fresh)
+    return changed
+
+
+def _item_values(li: LoadedItem, source: str) -> dict[str, object]:
+    item = li.item
+    return {"title": item.title, "text": item.text, "meta": item.meta, "status": "ok",
+            "text_hash": li.text_hash, "content_key": li.content_key,
+            "fingerprint": li.fingerprint, "source": source}
+
+
+def _write_assets(session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
+    rows = [
+        {"item_pk": pk, "role": a.role, "position": a.position, "path": a.path,
+         "sha256": a.sha256, "size": a.size, "media_type": a.media_type}
+        for pk, li in changed for a in li.assets
+    ]
+    if rows:
+        session.execute(insert(Asset), rows)
+
+
+def exact_signals(li: LoadedItem) -> dict[str, float]:
+    signals = {"text": 1.0} if li.text_hash else {}
+    for asset in li.assets:
+        signals.update(dict.fromkeys(_SIGNALS_OF_ROLE[asset.role], 1.0))
+    return signals
+
+
+def _write_exact_pairs(
+    session: Session, changed: list[tuple[int, LoadedItem]], settings: Settings,
+    report: IngestReport,
+) -> None:
+    """Pair each new or changed item with the earliest items of the same content key."""
+    keys = {li.content_key for _, li in changed}
+    members: dict[str, list[int]] = defaultdict(list)
+    for row in session.execute(
+        select(Item.pk, Item.content_key).where(Item.content_key.in_(keys)).order_by(Item.pk)
+    ):
+        members[row.content_key].append(row.pk)
+    pairs: dict[tuple[int, int], dict[str, float]] = {}
+    for pk, li in changed:
+        others = [m for m in members[li.content_key] if m != pk][: settings.max_exact_pairs_per_item]
+        for other in others:
+            pairs[(min(pk, other), max(pk, other))] = exact_signals(li)
+    if pairs:
+        now = utcnow()
+        session.execute(insert(Pair), [
+            {"a_pk": a, "b_pk": b, "score": 1.0, "tier": "strong", "kind": "same-item",
+             "signals": signals, "updated_at": now}
+            for (a, b), signals in sorted(pairs.items())
+        ])
+        report.exact_pairs += len(pairs)

@@ -1,0 +1,324 @@
+"""Items, and turning user input (manifests, folders, dicts) into loaded, validated items.
+
+Every way input can be wrong becomes an `InputError` with a short machine-readable reason
+and a sentence for people; the ingest records it and goes on with the rest of the batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from PIL import Image, UnidentifiedImageError
+
+from .config import Settings
+from .extract.text import text_hash
+
+TEXT_EXTENSIONS = {".txt", ".md", ".text"}
+HTML_EXTENSIONS = {".html", ".htm", ".xhtml"}
+IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
+VIDEO_EXTENSIONS = {".mp4", ".m4v", ".mov", ".webm", ".mkv", ".avi", ".mpg", ".mpeg", ".ts", ".flv"}
+MEDIA_TYPES = {
+    ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif",
+    ".webp": "image/webp", ".bmp": "image/bmp", ".tif": "image/tiff", ".tiff": "image/tiff",
+    ".mp4": "video/mp4", ".m4v": "video/mp4", ".mov": "video/quicktime", ".webm": "video/webm",
+    ".mkv": "video/x-matroska", ".avi": "video/x-msvideo", ".mpg": "video/mpeg",
+    ".mpeg": "video/mpeg", ".ts": "video/mp2t", ".flv": "video/x-flv",
+    ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
+}
+MANIFEST_FIELDS = {"id", "title", "text", "html", "images", "video", "meta"}
+
+
+class InputError(Exception):
+    """Why one input item cannot be ingested; `reason` is stable for scripts to match on."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class Item:
+    """One piece of content as a user hands it in; paths are relative to the manifest."""
+
+    id: str
+    title: str | None = None
+    text: str | None = None
+    html: str | None = None
+    images: list[str] = field(default_factory=list)
+    video: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Item:
+        """Validate the manifest shape; unknown keys are refused rather than ignored."""
+        if not isinstance(data, dict):
+            raise InputError("malformed_json", f"expected a JSON object, got {type(data).__name__}")
+        raw_id = data.get("id")
+        if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+            raw_id = str(raw_id)
+        if not isinstance(raw_id, str) or not raw_id.strip():
+            raise InputError("missing_id", "the item has no \"id\" (a non-empty string)")
+        if len(raw_id) > 512:
+            raise InputError("invalid_field", f"id is {len(raw_id)} characters, over 512")
+        unknown = set(data) - MANIFEST_FIELDS
+        if unknown:
+            raise InputError("invalid_field", f"unknown field(s): {', '.join(sorted(unknown))}")
+        for name in ("title", "text", "html", "video"):
+            if data.get(name) is not None and not isinstance(data[name], str):
+                raise InputError("invalid_field", f"\"{name}\" must be a string")
+        images = data.get("images") or []
+        if isinstance(images, str):
+            images = [images]
+        if not isinstance(images, list) or not all(isinstance(p, str) for p in images):
+            raise InputError("invalid_field", "\"images\" must be a list of paths")
+        meta = data.get("meta") or {}
+        if not isinstance(meta, dict):
+            raise InputError("invalid_field", "\"meta\" must be a JSON object")
+        return cls(
+            id=raw_id,
+            title=data.get("title"),
+            text=data.get("text"),
+            html=data.get("html"),
+            images=list(images),
+            video=data.get("video"),
+            meta=meta,
+        )
+
+
+@dataclass
+class Entry:
+    """One record read from a source: an item to load, or a failure found while reading.
+
+    `key` names the record in failure rows: the item id where known, else the manifest line.
+    """
+
+    key: str
+    item: Item | None = None
+    error: InputError | None = None
+
+
+@dataclass
+class LoadedAsset:
+    role: str  # html | image | video
+    position: int
+    path: str  # as the user wrote it
+    abs_path: Path
+    sha256: str
+    size: int
+    media_type: str
+    data: bytes
+
+
+@dataclass
+class LoadedItem:
+    """An item whose files were read and checked, with its exact-duplicate keys."""
+
+    item: Item
+    assets: list[LoadedAsset]
+    text_hash: str | None
+    content_key: str
+    fingerprint: str
+
+    @property
+    def html(self) -> LoadedAsset | None:
+        return next((a for a in self.assets if a.role == "html"), None)
+
+
+# --- sources ---------------------------------------------------------------------------
+
+
+def read_manifest(path: Path, settings: Settings) -> Iterator[Entry]:
+    """Entries of a JSON Lines manifest; a bad line is a failure entry, never an exception."""
+    seen: set[str] = set()
+    with path.open("rb") as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            key = f"line {line_no}"
+            if not raw.strip():
+                continue
+            if len(raw) > settings.max_manifest_line_bytes:
+                yield Entry(key, error=InputError(
+                    "too_large", f"manifest line is {len(raw)} bytes, over the limit of "
+                    f"{settings.max_manifest_line_bytes}"))
+                continue
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield Entry(key, error=InputError("invalid_utf8", f"line is not UTF-8 ({exc})"))
+                continue
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError as exc:
+                yield Entry(key, error=InputError("malformed_json", f"line {line_no}: {exc}"))
+                continue
+            try:
+                item = Item.from_dict(data)
+            except InputError as exc:
+                exc.detail = f"line {line_no}: {exc.detail}"
+                named = isinstance(data, dict) and isinstance(data.get("id"), str) and data["id"].strip()
+                yield Entry(data["id"] if named else key, error=exc)
+                continue
+            if item.id in seen:
+                yield Entry(item.id, error=InputError(
+                    "duplicate_id", f"line {line_no}: id {item.id!r} already appeared earlier "
+                    "in this manifest; the first one was kept"))
+                continue
+            seen.add(item.id)
+            yield Entry(item.id, item=item)
+
+
+def count_manifest_lines(path: Path) -> int:
+    with path.open("rb") as fh:
+        return sum(1 for raw in fh if raw.strip())
+
+
+def folder_files(folder: Path) -> list[Path]:
+    """Every visible file below `folder`, in a stable order."""
+    return sorted(
+        p for p in folder.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
+
+
+def read_folder(folder: Path, files: list[Path], settings: Settings) -> Iterator[Entry]:
+    """One item per file, its kind chosen by extension; the id is the path in the folder."""
+    for path in files:
+        rel = path.relative_to(folder).as_posix()
+        ext = path.suffix.lower()
+        if ext in TEXT_EXTENSIONS:
+            try:
+                text = read_text_file(path, settings)
+            except InputError as exc:
+                yield Entry(rel, error=exc)
+                continue
+            yield Entry(rel, item=Item(id=rel, text=text))
+        elif ext in HTML_EXTENSIONS:
+            yield Entry(rel, item=Item(id=rel, html=rel))
+        elif ext in IMAGE_EXTENSIONS:
+            yield Entry(rel, item=Item(id=rel, images=[rel]))
+        elif ext in VIDEO_EXTENSIONS:
+            yield Entry(rel, item=Item(id=rel, video=rel))
+        else:
+            yield Entry(rel, error=InputError(
+                "unsupported_type", f"{rel}: no item kind for extension {ext or '(none)'!r}"))
+
+
+def read_items(items: Iterable[Item | dict[str, Any]]) -> Iterator[Entry]:
+    """Entries from Python objects handed to the API."""
+    seen: set[str] = set()
+    for n, obj in enumerate(items, start=1):
+        try:
+            item = obj if isinstance(obj, Item) else Item.from_dict(obj)
+        except InputError as exc:
+            yield Entry(f"item {n}", error=exc)
+            continue
+        if item.id in seen:
+            yield Entry(item.id, error=InputError(
+                "duplicate_id", f"id {item.id!r} appears twice in this batch"))
+            continue
+        seen.add(item.id)
+        yield Entry(item.id, item=item)
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def resolve_path(rel: str, root: Path | None) -> Path:
+    """The file a manifest path names; refuses paths that leave the manifest's folder."""
+    if not rel or "\x00" in rel:
+        raise InputError("missing_file", f"invalid path {rel!r}")
+    if root is None:
+        return Path(rel).resolve()
+    base = root.resolve()
+    path = (base / rel).resolve()
+    if not path.is_relative_to(base):
+        raise InputError("path_escape", f"{rel!r} points outside the manifest's folder {base}")
+    return path
+
+
+def read_file(path: Path, rel: str, settings: Settings) -> bytes:
+    if not path.exists():
+        raise InputError("missing_file", f"{rel}: no such file")
+    if not path.is_file():
+        raise InputError("unreadable_file", f"{rel}: not a regular file")
+    try:
+        size = path.stat().st_size
+        if size > settings.max_file_bytes:
+            raise InputError("too_large", f"{rel}: {size} bytes, over the limit of "
+                             f"{settings.max_file_bytes}")
+        with path.open("rb") as fh:
+            data = fh.read(settings.max_file_bytes + 1)
+    except OSError as exc:
+        raise InputError("unreadable_file", f"{rel}: {exc.strerror or exc}") from exc
+    if len(data) > settings.max_file_bytes:
+        raise InputError("too_large", f"{rel}: over the limit of {settings.max_file_bytes} bytes")
+    if not data:
+        raise InputError("empty_content", f"{rel}: the file is empty")
+    return data
+
+
+def read_text_file(path: Path, settings: Settings) -> str:
+    data = read_file(path, path.name, settings)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError("invalid_utf8", f"{path.name}: not valid UTF-8 at byte {exc.start}") from exc
+
+
+def check_image(data: bytes, rel: str, settings: Settings) -> None:
+    """Refuse non-images and decompression bombs before any extractor decodes the pixels."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as im:
+                width, height = im.size
+                if width * height > settings.max_image_pixels:
+                    raise InputError("too_large", f"{rel}: {width}x{height} pixels, over the "
+                                     f"limit of {settings.max_image_pixels}")
+                im.verify()
+    except InputError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise InputError("too_large", f"{rel}: {exc}") from exc
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise InputError("not_an_image", f"{rel}: not a readable image ({exc})") from exc
+
+
+def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
+    """Read and check every file the item names and compute its exact-duplicate keys."""
+    if item.text is not None and len(item.text) > settings.max_text_chars:
+        raise InputError("too_large", f"text is {len(item.text)} characters, over the limit "
+                         f"of {settings.max_text_chars}")
+    specs = ([("html", 0, item.html)] if item.html else []) + [
+        ("image", i, p) for i, p in enumerate(item.images)
+    ] + ([("video", 0, item.video)] if item.video else [])
+    assets = []
+    for role, position, rel in specs:
+        path = resolve_path(rel, root)
+        data = read_file(path, rel, settings)
+        ext = path.suffix.lower()
+        if role == "image":
+            check_image(data, rel, settings)
+        media_type = MEDIA_TYPES.get(ext, "application/octet-stream")
+        assets.append(LoadedAsset(role, position, rel, path, hashlib.sha256(data).hexdigest(),
+                                  len(data), media_type, data))
+    body_hash = text_hash(item.text) or text_hash(item.title)
+    if body_hash is None and not assets:
+        raise InputError("empty_content", "the item has no text, html, images or video")
+    parts = [f"text:{body_hash or ''}"] + sorted(f"{a.role}:{a.sha256}" for a in assets)
+    content_key = _sha256("\n".join(parts))
+    # Everything the user gave, so a changed title or meta updates the stored item too.
+    fingerprint = _sha256(json.dumps(
+        [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]],
+        sort_keys=True, ensure_ascii=False, default=str))
+    return LoadedItem(item, assets, body_hash, content_key, fingerprint)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,79 @@
+"""Engine, sessions, and migration to head whenever a store is opened.
+
+Migrating on open means a user never runs a separate upgrade step after installing a new
+version; the same Alembic scripts serve the `alembic` command for operators.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Iterator
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.orm import Session, sessionmaker
+
+DB_FILENAME = "mmdedup.db"
+
+
+def resolve_url(home: Path, db_url: str | None) -> str:
+    """The database URL: an explicit one, else SQLite inside `home`."""
+    if db_url:
+        return db_url
+    home.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(home / DB_FILENAME).resolve()}"
+
+
+def make_engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"timeout": 60})
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001
+            # WAL lets readers (a report, a second CLI) run while an ingest writes;
+            # foreign keys are off by default in SQLite and the schema relies on them.
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def alembic_config(url: str) -> Config:
+    """An Alembic config that finds the migrations shipped in the package."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("mmdedup.migrations")))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    cfg = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+def downgrade(engine: Engine, revision: str = "base") -> None:
+    cfg = alembic_config(engine.url.render_as_string(hide_password=False))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)
+
+
+def open_store(url: str) -> sessionmaker[Session]:
+    engine = make_engine(url)
+    migrate(engine)
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+@contextmanager
+def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
+    with factory.begin() as session:
+        yield session

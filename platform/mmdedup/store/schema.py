@@ -1,0 +1,208 @@
+"""The SQL schema: the source of truth every index and report is rebuilt from.
+
+Items carry an integer surrogate key (`pk`) next to the user's string `id`: FAISS and LSH
+indexes address items by int64, and pairs/labels stay small. The naming convention makes
+constraint names deterministic, which Alembic's batch mode on SQLite needs to alter them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# BigInteger keys on PostgreSQL, but SQLite only auto-increments an INTEGER PRIMARY KEY.
+BigPK = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Item(Base):
+    """One piece of content as the user named it; `content_key` is its exact-duplicate key."""
+
+    __tablename__ = "items"
+
+    pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(512), unique=True)
+    title: Mapped[str | None] = mapped_column(Text)
+    text: Mapped[str | None] = mapped_column(Text)
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # sha256 of the normalised text, and of everything the item holds (text + asset bytes).
+    text_hash: Mapped[str | None] = mapped_column(String(64), index=True)
+    content_key: Mapped[str] = mapped_column(String(64), index=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="ok")
+    source: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Asset(Base):
+    """A file an item refers to, recorded by content so a changed file is a changed item."""
+
+    __tablename__ = "assets"
+    __table_args__ = (UniqueConstraint("item_pk", "role", "position"),)
+
+    pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
+    item_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"), index=True)
+    role: Mapped[str] = mapped_column(String(16))  # html | image | video
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    path: Mapped[str] = mapped_column(Text)
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    media_type: Mapped[str] = mapped_column(String(64))
+
+
+class Signature(Base):
+    """A signature of one kind for one item, with the version of everything that made it."""
+
+    __tablename__ = "signatures"
+
+    item_pk: Mapped[int] = mapped_column(
+        ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True
+    )
+    kind: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version: Mapped[str] = mapped_column(String(255))
+    value: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Pair(Base):
+    """A scored candidate pair, always stored with a_pk < b_pk."""
+
+    __tablename__ = "pairs"
+    __table_args__ = (Index("ix_pairs_tier_score", "tier", "score"),)
+
+    a_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True)
+    b_pk: Mapped[int] = mapped_column(
+        ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    score: Mapped[float] = mapped_column(Float)
+    tier: Mapped[str | None] = mapped_column(String(8))
+    kind: Mapped[str] = mapped_column(String(32))  # same-item | text-reuse | image-reuse | ...
+    signals: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    model_version: Mapped[str | None] = mapped_column(String(64))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Label(Base):
+    """A reviewer's decision on a pair; the latest decision per pair is the one in force."""
+
+    __tablename__ = "labels"
+    __table_args__ = (Index("ix_labels_pair", "a_pk", "b_pk"),)
+
+    pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
+    a_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"))
+    b_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"))
+    decision: Mapped[str] = mapped_column(String(16))  # duplicate | distinct | unsure
+    reviewer: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class IngestRun(Base):
+    __tablename__ = "ingest_runs"
+
+    pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
+    source: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), default="running")  # running | done
+    counts: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Failure(Base):
+    """An input that could not be ingested, with why; open until a later run retries it."""
+
+    __tablename__ = "failures"
+    __table_args__ = (Index("ix_failures_open", "source", "key", "resolved_at"),)
+
+    pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
+    run_pk: Mapped[int] = mapped_column(ForeignKey("ingest_runs.pk", ondelete="CASCADE"))
+    source: Mapped[str] = mapped_column(Text)
+    # The item id where there is one, else "line N" of the manifest or the file's path.
+    key: Mapped[str] = mapped_column(String(512))
+    item_id: Mapped[str | None] = mapped_column(String(512))
+    reason: Mapped[str] = mapped_column(String(32))
+    detail: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    resolved_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ModelVersion(Base):
+    """A trained artefact (TF-IDF, fusion weights, word weights); `active` marks the one used."""
+
+    __tablename__ = "model_versions"
+    __table_args__ = (UniqueConstraint("kind", "version"),)
+
+    pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    version: Mapped[str] = mapped_column(String(64))
+    params: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    active: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class WordWeight(Base):
+    """A learned multiplier on a word's TF-IDF weight, per word-weight model version."""
+
+    __tablename__ = "word_weights"
+
+    model_pk: Mapped[int] = mapped_column(
+        ForeignKey("model_versions.pk", ondelete="CASCADE"), primary_key=True
+    )
+    word: Mapped[str] = mapped_column(String(255), primary_key=True)
+    weight: Mapped[float] = mapped_column(Float)
+
+
+class DocFreq(Base):
+    """How many documents hold a term, per TF-IDF model version."""
+
+    __tablename__ = "doc_freqs"
+
+    model_pk: Mapped[int] = mapped_column(
+        ForeignKey("model_versions.pk", ondelete="CASCADE"), primary_key=True
+    )
+    term: Mapped[str] = mapped_column(String(255), primary_key=True)
+    df: Mapped[int] = mapped_column(BigInteger)
+
+
+class JobLock(Base):
+    """A named lock in the database, so two retrains on two machines never overlap."""
+
+    __tablename__ = "job_locks"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(255))
+    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,74 @@
+"""Fixtures: every store-backed test runs on SQLite, and on PostgreSQL as well when
+MMDEDUP_TEST_DATABASE_URL names a server (each test gets a schema of its own there)."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from sqlalchemy import create_engine, make_url, text
+
+from mmdedup import Platform
+from mmdedup.cli import main
+
+PG_URL = os.environ.get("MMDEDUP_TEST_DATABASE_URL")
+BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'test.db'}"
+        return
+    assert PG_URL is not None
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+    try:
+        yield url.render_as_string(hide_password=False)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def platform(home: Path, db_url: str) -> Iterator[Platform]:
+    with Platform.open(home, db_url) as p:
+        yield p
+
+
+@pytest.fixture
+def cli(home: Path, db_url: str, capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str, str]]:
+    """Run the mmdedup command in-process; returns (exit status, stdout, stderr)."""
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        rc = main(["--home", str(home), "--db", db_url, *args])
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    return run
+
+
+def write_manifest(folder: Path, records: list[Any], name: str = "manifest.jsonl") -> Path:
+    """A manifest with one line per record; str records are written verbatim."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    with path.open("w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write((record if isinstance(record, str) else json.dumps(record, ensure_ascii=False)) + "\n")
+    return path
