@@ -82,10 +82,10 @@ def upgrade() -> None:
 
     op.create_table('doc_freqs',
     sa.Column('model_pk', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), nullable=False),
-    sa.Column('term', sa.String(length=255), nullable=False),
+    sa.Column('term_hash', sa.BigInteger(), nullable=False),
     sa.Column('df', sa.BigInteger(), nullable=False),
     sa.ForeignKeyConstraint(['model_pk'], ['model_versions.pk'], name=op.f('fk_doc_freqs_model_pk_model_versions'), ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('model_pk', 'term', name=op.f('pk_doc_freqs'))
+    sa.PrimaryKeyConstraint('model_pk', 'term_hash', name=op.f('pk_doc_freqs'))
     )
     op.create_table('failures',
     sa.Column('pk', sa.BigInteger().with_variant(sa.Integer(), 'sqlite'), autoincrement=True, nullable=False),

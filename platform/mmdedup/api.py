@@ -26,6 +26,8 @@ from .items import (
     read_manifest,
 )
 from .score.cluster import accepted_edges, components
+from .text_stage import TextStage
+from .extract.text import text_hash
 from .store.db import open_store, resolve_url
 from .store.schema import Asset, Failure, IngestRun, Label, Pair, Signature
 from .store.schema import Item as ItemRow
@@ -43,6 +45,7 @@ class Platform:
         self.url = url
         self.sessions = sessions
         self.settings = settings
+        self.text = TextStage(home, sessions, settings)
 
     @classmethod
     def open(cls, home: str | Path | None = None, db_url: str | None = None) -> Platform:
@@ -96,7 +99,32 @@ class Platform:
     def _run(self, entries: Iterable, source: str, root: Path | None, total: int,
              progress: bool) -> IngestReport:
         return run_ingest(self.sessions, entries, source=source, root=root,
-                          settings=self.settings, total=total, progress=progress)
+                          settings=self.settings, total=total, progress=progress,
+                          stages=[self.text])
+
+    # --- queries -----------------------------------------------------------------------
+
+    def query(self, text: str, k: int = 10, min_score: float = 0.0) -> list[dict[str, Any]]:
+        """The stored items nearest to `text`, best first, without ingesting anything:
+        [{"id", "score", "signals": {"text": score}, "details": {...}}]."""
+        if not text or not text.strip():
+            raise ValueError("the query text is empty")
+        found = self.text.query([text])[0]
+        with self.sessions() as session:
+            exact = session.scalars(select(ItemRow.pk).where(ItemRow.text_hash == text_hash(text))).all()
+            for pk in exact:
+                found[pk] = {"text": 1.0}
+            ids = dict(session.execute(select(ItemRow.pk, ItemRow.id).where(
+                ItemRow.pk.in_(list(found)))).all())
+        ranked = sorted(found.items(), key=lambda kv: (-kv[1]["text"], kv[0]))
+        out = []
+        for pk, sims in ranked:
+            if sims["text"] < min_score or len(out) >= k:
+                continue
+            out.append({"id": ids[pk], "score": round(sims["text"], 4),
+                        "signals": {"text": round(sims["text"], 4)},
+                        "details": {key: round(v, 4) for key, v in sims.items() if key != "text"}})
+        return out
 
     # --- results -----------------------------------------------------------------------
 

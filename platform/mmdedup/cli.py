@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="include failures a rerun resolved")
     p.add_argument("--format", choices=("table", "jsonl"), default="table")
 
+    p = sub.add_parser("query", help="nearest stored items to a text, without ingesting it")
+    p.add_argument("--text", required=True)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--min-score", type=float, default=0.0)
+    p.add_argument("--format", choices=("json", "table"), default="json")
+
     p = sub.add_parser("stats", help="counts of items, pairs, labels and failures")
     p.add_argument("--format", choices=("table", "json"), default="table")
     return parser
@@ -123,6 +129,17 @@ def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
+    results = platform.query(args.text, k=args.k, min_score=args.min_score)
+    if args.format == "json":
+        print(json.dumps(results, ensure_ascii=False))
+    else:
+        _table(["id", "score", *SIGNAL_NAMES],
+               [[r["id"], f"{r['score']:.3f}", *_fmt_signals({**dict.fromkeys(SIGNAL_NAMES), **r["signals"]})]
+                for r in results], f"{len(results)} matches")
+    return 0
+
+
 def cmd_stats(platform: Platform, args: argparse.Namespace) -> int:
     stats = platform.stats()
     if args.format == "json":
@@ -138,7 +155,8 @@ def cmd_stats(platform: Platform, args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"ingest": cmd_ingest, "pairs": cmd_pairs, "clusters": cmd_clusters,
-            "label": cmd_label, "failures": cmd_failures, "stats": cmd_stats}
+            "label": cmd_label, "failures": cmd_failures, "query": cmd_query,
+            "stats": cmd_stats}
 
 
 def _fmt_signals(signals: dict[str, Any]) -> list[str]:

@@ -34,6 +34,22 @@ class Settings:
     # (the earliest first); clusters stay whole through union-find, the pairs table bounded.
     max_exact_pairs_per_item: int = 50
 
+    # Text signal. Raw similarity (the larger of the weighted Jaccard of TF-IDF terms and
+    # the Jaccard of word 3-grams) -> score on the common scale, by linear interpolation.
+    text_calibration: tuple[tuple[float, float], ...] = (
+        (0.0, 0.0), (0.3, 0.5), (0.45, 0.7), (0.55, 0.8), (0.65, 0.9), (1.0, 1.0))
+    # Candidates: LSH over the first `text_lsh_perms` positions of the weighted MinHash,
+    # bands and rows chosen for weighted Jaccard >= `text_lsh_threshold` (96 positions give
+    # 24 bands of 4 rows: 192 bytes a document, inside the 300-byte index budget), and
+    # SimHash codes within `text_simhash_radius` bits.
+    text_lsh_threshold: float = 0.4
+    text_lsh_perms: int = 96
+    text_simhash_radius: int = 3
+    # TF-IDF: jieba's IDF prior until this many texts, then corpus frequencies, frozen anew
+    # (and everything re-signed) each time the corpus has grown by this factor.
+    tfidf_min_docs: int = 200
+    tfidf_refresh_growth: float = 4.0
+
     fusion_weights: dict[str, float] = field(
         default_factory=lambda: {"text": 0.5, "image": 0.3, "dom": 0.2}
     )

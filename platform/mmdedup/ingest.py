@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Iterable, Iterator, Protocol, Sequence
 
 from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
@@ -51,9 +51,16 @@ class IngestReport:
                 "failures": dict(self.failures), "exact_pairs": self.exact_pairs}
 
 
-# Called inside a chunk's transaction with the items that are new or changed, so later
-# signals (text, image, video) are computed and paired in the same atomic step.
-ChunkHook = Callable[[Session, list[tuple[int, LoadedItem]]], None]
+class Stage(Protocol):
+    """A signal computed at ingest. `on_chunk` runs inside the chunk's transaction with the
+    items that are new or changed, so their signatures and pairs commit atomically with
+    them; `after_chunk` runs between transactions (model refreshes); `finish` at the end."""
+
+    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None: ...
+
+    def after_chunk(self) -> None: ...
+
+    def finish(self) -> None: ...
 
 
 def run_ingest(
@@ -65,7 +72,7 @@ def run_ingest(
     settings: Settings,
     total: int | None = None,
     progress: bool = False,
-    hooks: Iterable[ChunkHook] = (),
+    stages: Sequence[Stage] = (),
 ) -> IngestReport:
     report = IngestReport(source)
     with factory.begin() as session:
@@ -77,10 +84,14 @@ def run_ingest(
     try:
         for chunk in _chunks(entries, settings.ingest_chunk):
             with factory.begin() as session:
-                _process_chunk(session, run_pk, chunk, root, settings, report, list(hooks))
+                _process_chunk(session, run_pk, chunk, root, settings, report, stages)
+            for stage in stages:
+                stage.after_chunk()
             bar.update(len(chunk))
     finally:
         bar.close()
+    for stage in stages:
+        stage.finish()
     with factory.begin() as session:
         session.execute(update(IngestRun).where(IngestRun.pk == run_pk).values(
             status="done", finished_at=utcnow(), counts=report.as_dict()))
@@ -100,7 +111,7 @@ def _process_chunk(
     root: Path | None,
     settings: Settings,
     report: IngestReport,
-    hooks: list[ChunkHook],
+    stages: Sequence[Stage],
 ) -> None:
     loaded: list[LoadedItem] = []
     failed: list[tuple[Entry, InputError]] = []
@@ -135,8 +146,8 @@ def _process_chunk(
     if changed:
         _write_assets(session, changed)
         _write_exact_pairs(session, changed, settings, report)
-        for hook in hooks:
-            hook(session, changed)
+        for stage in stages:
+            stage.on_chunk(session, changed)
 
 
 def _upsert_items(

@@ -112,6 +112,8 @@ class Pair(Base):
     tier: Mapped[str | None] = mapped_column(String(8))
     kind: Mapped[str] = mapped_column(String(32))  # same-item | text-reuse | image-reuse | ...
     signals: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # The raw measurements behind each signal (Jaccard estimates, Hamming distances): the "why".
+    details: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     model_version: Mapped[str | None] = mapped_column(String(64))
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
@@ -186,14 +188,18 @@ class WordWeight(Base):
 
 
 class DocFreq(Base):
-    """How many documents hold a term, per TF-IDF model version."""
+    """How many documents hold a term, per TF-IDF model version.
+
+    Terms are keyed by their 64-bit token hash (stored signed), the same key the stored
+    token sequences use, so a refresh counts frequencies without re-tokenising any text.
+    """
 
     __tablename__ = "doc_freqs"
 
     model_pk: Mapped[int] = mapped_column(
         ForeignKey("model_versions.pk", ondelete="CASCADE"), primary_key=True
     )
-    term: Mapped[str] = mapped_column(String(255), primary_key=True)
+    term_hash: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     df: Mapped[int] = mapped_column(BigInteger)
 
 

@@ -1,0 +1,124 @@
+"""TF-IDF term weights: document frequencies from the store, frozen into versions.
+
+Why frozen versions: a signature is only comparable with signatures made under the same
+weights, so the weights a batch is signed with must not drift while it is being signed.
+When the corpus has grown enough (`tfidf_min_docs`, then every `tfidf_refresh_growth`-fold)
+the document frequencies are counted again from the stored token sequences, a new version
+is frozen and everything is re-signed; the growth factor keeps the total re-signing work
+linear in the corpus. Until the corpus is large enough, jieba's shipped IDF table is the
+prior (it knows Chinese words; any other word gets its median IDF).
+
+With corpus frequencies, idf = log((N + 1) / (df + 1)): a word on every page (a site
+template, a boilerplate footer) has weight exactly 0 and drops out of the signatures.
+
+Terms are keyed by their 64-bit token hash: lookups over a whole batch are one
+`searchsorted`, with no per-token Python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import insert, select, update
+from sqlalchemy.orm import Session
+
+from ..extract.text import hash_strings, lookup
+from ..store.schema import DocFreq, ModelVersion
+
+PRIOR_VERSION = "prior-jieba"
+
+
+@dataclass(frozen=True)
+class TfidfModel:
+    """IDF by term hash (`keys` sorted); `default` for terms the model has never seen."""
+
+    version: str
+    n_docs: int
+    keys: np.ndarray  # uint64, sorted
+    idf: np.ndarray  # float32
+    default: float
+
+    def weights(self, hashes: np.ndarray) -> np.ndarray:
+        return lookup(self.keys, self.idf, hashes, self.default)
+
+    @classmethod
+    def from_counts(cls, keys: np.ndarray, df: np.ndarray, n_docs: int) -> TfidfModel:
+        order = np.argsort(keys)
+        keys, df = keys[order], df[order]
+        idf = np.log((n_docs + 1) / (df + 1.0)).astype(np.float32)
+        digest = hashlib.sha256(keys.tobytes() + df.astype(np.int64).tobytes()).hexdigest()[:10]
+        return cls(f"df{n_docs}-{digest}", n_docs, keys, idf, float(np.log(n_docs + 1)))
+
+
+@lru_cache(maxsize=1)
+def prior_model() -> TfidfModel:
+    """jieba's IDF table (about 350,000 Chinese words)."""
+    import jieba.analyse
+
+    words, values = [], []
+    path = Path(jieba.analyse.__file__).with_name("idf.txt")
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            word, _, value = line.strip().partition(" ")
+            if value:
+                words.append(word)
+                values.append(float(value))
+    keys = hash_strings(words)
+    idf = np.asarray(values, np.float32)
+    keys, first = np.unique(keys, return_index=True)
+    return TfidfModel(PRIOR_VERSION, 0, keys, idf[first], float(np.median(idf)))
+
+
+def count_documents(token_docs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(term hashes, number of documents holding each) over a batch of token sequences."""
+    if not token_docs:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    per_doc = np.concatenate([np.unique(d) for d in token_docs])
+    return np.unique(per_doc, return_counts=True)
+
+
+def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    keys = np.concatenate([a[0], b[0]])
+    counts = np.concatenate([a[1], b[1]])
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    return uniq, np.bincount(inverse.ravel(), weights=counts, minlength=len(uniq)).astype(np.int64)
+
+
+def active_model(session: Session) -> TfidfModel:
+    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == "tfidf",
+                                                    ModelVersion.active.is_(True)))
+    if row is None or row.version == PRIOR_VERSION:
+        return prior_model()
+    rows = session.execute(select(DocFreq.term_hash, DocFreq.df).where(DocFreq.model_pk == row.pk)).all()
+    keys = np.fromiter((r[0] for r in rows), np.int64, len(rows)).view(np.uint64)
+    df = np.fromiter((r[1] for r in rows), np.int64, len(rows))
+    model = TfidfModel.from_counts(keys, df, int(row.params["n_docs"]))
+    return TfidfModel(row.version, model.n_docs, model.keys, model.idf, model.default)
+
+
+def freeze(session: Session, keys: np.ndarray, df: np.ndarray, n_docs: int) -> TfidfModel:
+    """Store a new version from document frequencies and make it the active one; an
+    identical version already stored is re-activated instead."""
+    model = TfidfModel.from_counts(keys, df, n_docs)
+    session.execute(update(ModelVersion).where(ModelVersion.kind == "tfidf").values(active=False))
+    existing = session.scalar(select(ModelVersion).where(ModelVersion.kind == "tfidf",
+                                                         ModelVersion.version == model.version))
+    if existing is not None:
+        existing.active = True
+        return model
+    row = ModelVersion(kind="tfidf", version=model.version, active=True,
+                       params={"n_docs": n_docs, "terms": int(len(keys))})
+    session.add(row)
+    session.flush()
+    signed = model.keys.view(np.int64).tolist()
+    counts = df[np.argsort(keys)].tolist()
+    for start in range(0, len(signed), 50_000):
+        session.execute(insert(DocFreq), [
+            {"model_pk": row.pk, "term_hash": h, "df": c}
+            for h, c in zip(signed[start:start + 50_000], counts[start:start + 50_000])
+        ])
+    return model

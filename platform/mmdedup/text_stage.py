@@ -1,0 +1,154 @@
+"""The text signal's life in a store: signing at ingest, TF-IDF refreshes, queries.
+
+Owns the state that outlives one chunk: the active signer (TF-IDF model + word weights)
+and the candidate indexes, opened lazily so commands that never touch text (labels,
+clusters) never load jieba's IDF table or an index.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+from sqlalchemy import delete, func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from .config import Settings
+from .extract.text import TokenBatch
+from .items import LoadedItem
+from .learn.tfidf import PRIOR_VERSION, active_model, count_documents, freeze, merge_counts
+from .store.schema import Item, Pair, Signature
+from .textsig import (
+    KIND,
+    TOKENS_KIND,
+    TextIndex,
+    TextSigner,
+    query_scores,
+    sign_and_pair,
+    store_tokens,
+    text_of,
+    tokenize_texts,
+    tokens_version,
+)
+
+SCAN_CHUNK = 2000
+
+
+class TextStage:
+    def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings) -> None:
+        self.folder = home / "index"
+        self.sessions = sessions
+        self.settings = settings
+        self._signer: TextSigner | None = None
+        self._index: TextIndex | None = None
+        self.pairs_written = 0
+        self.refreshes = 0
+
+    # --- state ---------------------------------------------------------------------------
+
+    @property
+    def signer(self) -> TextSigner:
+        if self._signer is None:
+            with self.sessions() as session:
+                self._signer = TextSigner(active_model(session))
+        return self._signer
+
+    def index(self, session: Session) -> TextIndex:
+        if self._index is None or self._index.version != self.signer.version:
+            self._index = TextIndex.open(self.folder, self.signer.version, self.settings, session)
+        return self._index
+
+    # --- ingest --------------------------------------------------------------------------
+
+    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
+        index = self.index(session)
+        texts = [(pk, text_of(li.item.title, li.item.text)) for pk, li in changed]
+        gone = [pk for pk, t in texts if not t.strip()]
+        if gone:
+            index.remove(np.asarray(gone, np.int64))
+        texts = [(pk, t) for pk, t in texts if t.strip()]
+        if texts:
+            pks = np.fromiter((pk for pk, _ in texts), np.int64, len(texts))
+            tokens = tokenize_texts([t for _, t in texts])
+            store_tokens(session, pks, tokens)
+            self.pairs_written += sign_and_pair(session, pks, tokens, self.signer, index, self.settings)
+
+    def after_chunk(self) -> None:
+        if self.needs_refresh():
+            self.refresh()
+
+    def finish(self) -> None:
+        if self._index is not None:
+            with self.sessions() as session:
+                stored = session.scalar(select(func.count()).select_from(Signature).where(
+                    Signature.kind == KIND, Signature.version == self._index.version)) or 0
+            self._index.save(stored)
+
+    # --- TF-IDF refresh ------------------------------------------------------------------
+
+    def needs_refresh(self) -> bool:
+        model = self.signer.model
+        with self.sessions() as session:
+            n = session.scalar(select(func.count()).select_from(Item).where(Item.text_hash.is_not(None))) or 0
+        if model.version == PRIOR_VERSION:
+            return n >= self.settings.tfidf_min_docs
+        return n >= self.settings.tfidf_refresh_growth * model.n_docs
+
+    def refresh(self) -> None:
+        """Count document frequencies over the stored token sequences, freeze them as the
+        active TF-IDF version, and re-sign and re-pair every text under it."""
+        counts = (np.zeros(0, np.uint64), np.zeros(0, np.int64))
+        n_docs = 0
+        for _, tokens in self._scan_tokens():
+            docs = [tokens.doc(i) for i in range(tokens.n_docs)]
+            counts = merge_counts(counts, count_documents(docs))
+            n_docs += sum(1 for d in docs if len(d))
+        with self.sessions.begin() as session:
+            model = freeze(session, counts[0], counts[1], n_docs)
+        self._signer = TextSigner(model)
+        self.resign_all()
+        self.refreshes += 1
+
+    def resign_all(self) -> None:
+        """Re-sign every stored text under the active signer and rebuild its pairs."""
+        with self.sessions.begin() as session:
+            session.execute(delete(Pair).where(Pair.kind == "text-reuse"))
+        self._index = TextIndex(self.folder, self.signer.version, self.settings)
+        for pks, tokens in self._scan_tokens():
+            with self.sessions.begin() as session:
+                self.pairs_written += sign_and_pair(session, pks, tokens, self.signer,
+                                                    self._index, self.settings)
+        self.finish()
+
+    def _scan_tokens(self) -> Iterator[tuple[np.ndarray, TokenBatch]]:
+        """(pks, token sequences) of every item with text, in pk order, a chunk at a time.
+        Items whose stored tokens are missing or of another tokenizer version are
+        tokenised again (and stored) on the way."""
+        version = tokens_version()
+        last = 0
+        while True:
+            with self.sessions.begin() as session:
+                rows = session.execute(
+                    select(Item.pk, Item.title, Item.text, Signature.version, Signature.value)
+                    .outerjoin(Signature, (Signature.item_pk == Item.pk) & (Signature.kind == TOKENS_KIND))
+                    .where(Item.pk > last, Item.text_hash.is_not(None))
+                    .order_by(Item.pk).limit(SCAN_CHUNK)).all()
+                if not rows:
+                    return
+                last = rows[-1][0]
+                stale = [i for i, r in enumerate(rows) if r[3] != version]
+                fresh = {}
+                if stale:
+                    redo = tokenize_texts([text_of(rows[i][1], rows[i][2]) for i in stale])
+                    redo_pks = np.array([rows[i][0] for i in stale], np.int64)
+                    store_tokens(session, redo_pks, redo)
+                    fresh = {i: redo.doc(j) for j, i in enumerate(stale)}
+            docs = [fresh[i] if i in fresh else np.frombuffer(r[4], np.uint64) for i, r in enumerate(rows)]
+            yield (np.array([r[0] for r in rows], np.int64), TokenBatch.from_arrays(docs))
+
+    # --- queries -------------------------------------------------------------------------
+
+    def query(self, texts: list[str]) -> list[dict[int, dict[str, float]]]:
+        with self.sessions() as session:
+            return query_scores(session, texts, self.signer, self.index(session), self.settings)

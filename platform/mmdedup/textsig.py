@@ -1,0 +1,378 @@
+"""The text signal: signing texts, keeping their candidate indexes, scoring text pairs.
+
+One signature row (kind "text") per item packs three sketches made from the same tokens:
+a TF-IDF weighted SimHash (Hamming candidates), a weighted MinHash over TF-IDF weighted
+terms (LSH candidates, and the weighted Jaccard estimate that scores pairs), and a MinHash
+over word 3-gram shingles (the order-aware Jaccard). Terms whose weight is zero under the
+active TF-IDF model (words every page shares) are left out of all three, so a site template
+or a boilerplate footer cannot make two texts look alike.
+
+The signature's version names the tokenizer, TF-IDF model, word-weight model and sketch
+parameters; only signatures of the active version are indexed or compared.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy.orm import Session
+
+from .config import Settings
+from .extract.minhash import MinHash, WeightedMinHash
+from .extract.minhash import jaccard as minhash_jaccard
+from .extract.simhash import SIMHASH_VERSION, hamming, simhash64
+from .extract.text import (
+    HASH_VERSION,
+    TokenBatch,
+    collapse_terms,
+    hash_tokens,
+    lookup,
+    tokenize_many,
+    tokenizer_version,
+)
+from .index.hamming import HammingIndex
+from .index.lsh import BandLSH
+from .learn.tfidf import TfidfModel
+from .store.schema import Pair, Signature, utcnow
+
+KIND = "text"
+NUM_PERM = 128
+SHINGLE_N = 3
+_PACKED = 8 + 4 * NUM_PERM * 2
+# Mixing constants for hashing consecutive token hashes into a shingle hash.
+_K = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
+
+
+@dataclass
+class TextSketches:
+    """Sketches of a batch of texts, row i for text i; `empty` marks texts with no terms."""
+
+    simhash: np.ndarray  # uint64 (n,)
+    wminhash: np.ndarray  # uint32 (n, NUM_PERM)
+    minhash: np.ndarray  # uint32 (n, NUM_PERM)
+    empty: np.ndarray  # bool (n,)
+
+    def pack(self, i: int) -> bytes:
+        return self.simhash[i : i + 1].tobytes() + self.wminhash[i].tobytes() + self.minhash[i].tobytes()
+
+    @classmethod
+    def unpack(cls, blobs: list[bytes]) -> TextSketches:
+        if not blobs:
+            return cls(np.zeros(0, np.uint64), np.zeros((0, NUM_PERM), np.uint32),
+                       np.zeros((0, NUM_PERM), np.uint32), np.zeros(0, bool))
+        raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), _PACKED)
+        simhash = raw[:, :8].copy().view(np.uint64).ravel()
+        w = raw[:, 8 : 8 + 4 * NUM_PERM].copy().view(np.uint32)
+        m = raw[:, 8 + 4 * NUM_PERM :].copy().view(np.uint32)
+        return cls(simhash, w, m, (w == np.uint32(0xFFFFFFFF)).all(axis=1))
+
+    def take(self, rows: np.ndarray) -> TextSketches:
+        return TextSketches(self.simhash[rows], self.wminhash[rows], self.minhash[rows], self.empty[rows])
+
+
+def tokenize_texts(texts: list[str]) -> TokenBatch:
+    """Token hash sequences of a batch of texts: what the store keeps per item ("tokens"),
+    so that re-weighting and re-signing never tokenise a text again."""
+    return hash_tokens(tokenize_many(texts))
+
+
+TOKENS_KIND = "tokens"
+
+
+def tokens_version() -> str:
+    return f"{tokenizer_version()}|{HASH_VERSION}"
+
+
+class TextSigner:
+    """Pure: token sequences in, sketches out, under one TF-IDF model and word weights."""
+
+    def __init__(self, model: TfidfModel, multipliers: tuple[np.ndarray, np.ndarray] | None = None,
+                 multipliers_version: str = "w0") -> None:
+        self.model = model
+        self.multipliers = multipliers  # (sorted word hashes, multiplier), 1.0 elsewhere
+        self.minhash = MinHash(num_perm=NUM_PERM)
+        self.wminhash = WeightedMinHash(num_perm=NUM_PERM)
+        self.version = "|".join([
+            tokens_version(), f"tfidf={model.version}", f"ww={multipliers_version}",
+            SIMHASH_VERSION, self.wminhash.version, self.minhash.version, f"sh{SHINGLE_N}",
+        ])
+
+    def term_weights(self, hashes: np.ndarray) -> np.ndarray:
+        w = self.model.weights(hashes)
+        if self.multipliers is not None:
+            w = w * lookup(self.multipliers[0], self.multipliers[1], hashes, 1.0)
+        return w
+
+    def sign(self, texts: list[str]) -> TextSketches:
+        return self.sign_tokens(tokenize_texts(texts))
+
+    def sign_tokens(self, tokens: TokenBatch) -> TextSketches:
+        kept = _select(tokens, self.term_weights(tokens.hashes) > 0)
+        bag = collapse_terms(kept.with_weights(None))  # distinct terms, weight = tf
+        tf = bag.weights
+        weights = (1 + np.log(np.maximum(tf, 1))) * self.term_weights(bag.hashes)
+        terms = TokenBatch(bag.hashes, bag.offsets, weights.astype(np.float32))
+        return TextSketches(
+            simhash=simhash64(terms),
+            wminhash=self.wminhash(terms),
+            minhash=self.minhash(_shingles(kept, SHINGLE_N)),
+            empty=bag.lengths == 0,
+        )
+
+
+def _select(batch: TokenBatch, keep: np.ndarray) -> TokenBatch:
+    """The entries where `keep` is true, documents kept in place (possibly emptied)."""
+    counts = np.add.reduceat(keep.astype(np.int64), batch.offsets[:-1]) if len(keep) else \
+        np.zeros(batch.n_docs, np.int64)
+    counts = np.where(batch.lengths > 0, counts, 0)
+    offsets = np.zeros(batch.n_docs + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    weights = batch.weights[keep] if batch.weights is not None else None
+    return TokenBatch(batch.hashes[keep], offsets, weights)
+
+
+def _shingles(batch: TokenBatch, n: int) -> TokenBatch:
+    """Hashes of n consecutive token hashes within each document (a document shorter than
+    n is one shingle of all its tokens), computed for the whole batch at once."""
+    lengths = batch.lengths
+    counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
+    offsets = np.zeros(batch.n_docs + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    doc = np.repeat(np.arange(batch.n_docs), counts)
+    start = batch.offsets[doc] + (np.arange(offsets[-1]) - offsets[doc])
+    end = batch.offsets[doc + 1]
+    h = np.zeros(len(start), np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(n):
+            pos = start + j
+            valid = pos < end
+            part = np.where(valid, batch.hashes[np.minimum(pos, len(batch.hashes) - 1)], 0) \
+                if len(batch.hashes) else np.zeros(len(start), np.uint64)
+            h = (h ^ (part * _K[j])) * _K[(j + 1) % n]
+            h ^= h >> np.uint64(29)
+    return TokenBatch(h, offsets)
+
+
+def similarity(a: TextSketches, b: TextSketches) -> dict[str, np.ndarray]:
+    """Row-wise raw similarities of two aligned sets of sketches."""
+    wj = minhash_jaccard(a.wminhash, b.wminhash)
+    j = minhash_jaccard(a.minhash, b.minhash)
+    bits = hamming(a.simhash, b.simhash)
+    none = a.empty | b.empty
+    return {"wjaccard": np.where(none, 0.0, wj), "jaccard": np.where(none, 0.0, j),
+            "simhash_bits": bits, "raw": np.where(none, 0.0, np.maximum(wj, j))}
+
+
+def calibrate(raw: np.ndarray, settings: Settings) -> np.ndarray:
+    """Raw text similarity -> score on the common scale where tier thresholds apply."""
+    xs, ys = zip(*settings.text_calibration)
+    return np.interp(raw, xs, ys)
+
+
+# --- indexes --------------------------------------------------------------------------
+
+
+class TextIndex:
+    """The Hamming and LSH indexes over the active version's text signatures.
+
+    A cache: saved under <home>/index with the version and item count it holds, and
+    rebuilt from the signatures table whenever those disagree with the store.
+    """
+
+    def __init__(self, folder: Path, version: str, settings: Settings) -> None:
+        self.folder = folder
+        self.version = version
+        self.settings = settings
+        self.hamming = HammingIndex()
+        self.perms = min(settings.text_lsh_perms, NUM_PERM)
+        self.lsh = BandLSH(settings.text_lsh_threshold, self.perms)
+
+    @classmethod
+    def open(cls, folder: Path, version: str, settings: Settings, session: Session) -> TextIndex:
+        index = cls(folder, version, settings)
+        stored = session.scalar(select(func.count()).select_from(Signature).where(
+            Signature.kind == KIND, Signature.version == version)) or 0
+        meta_path = folder / "text-index.json"
+        try:
+            meta = json.loads(meta_path.read_text())
+            if meta == {"version": version, "count": stored,
+                        "lsh": [index.lsh.bands, index.lsh.rows]}:
+                index.hamming = HammingIndex.load(folder / "text-simhash.npz")
+                index.lsh = BandLSH.load(folder / "text-lsh.npz")
+                return index
+        except (OSError, ValueError, KeyError):
+            pass
+        return cls.rebuild(folder, version, settings, session)
+
+    @classmethod
+    def rebuild(cls, folder: Path, version: str, settings: Settings, session: Session) -> TextIndex:
+        index = cls(folder, version, settings)
+        query = select(Signature.item_pk, Signature.value).where(
+            Signature.kind == KIND, Signature.version == version).execution_options(yield_per=20_000)
+        for rows in session.execute(query).partitions():
+            pks = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            sk = TextSketches.unpack([r[1] for r in rows])
+            index.add(pks[~sk.empty], sk.take(~sk.empty))
+        return index
+
+    def add(self, pks: np.ndarray, sk: TextSketches) -> None:
+        self.hamming.add(pks, sk.simhash)
+        self.lsh.add(pks, sk.wminhash[:, : self.perms])
+
+    def remove(self, pks: np.ndarray) -> None:
+        self.hamming.remove(pks)
+        self.lsh.remove(pks)
+
+    def candidates(self, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
+        """(query row, item pk) pairs from either index, deduplicated."""
+        hits = self.hamming.search(sk.simhash, self.settings.text_simhash_radius)
+        cand = self.lsh.query(sk.wminhash[:, : self.perms])
+        q = np.concatenate([hits.query, cand.query])
+        ids = np.concatenate([hits.ids, cand.ids])
+        if len(q) == 0:
+            return q, ids
+        key = np.unique(np.stack([q, ids], axis=1), axis=0)
+        return key[:, 0], key[:, 1]
+
+    def save(self, stored: int) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.hamming.save(self.folder / "text-simhash.npz")
+        self.lsh.save(self.folder / "text-lsh.npz")
+        (self.folder / "text-index.json").write_text(json.dumps(
+            {"version": self.version, "count": stored, "lsh": [self.lsh.bands, self.lsh.rows]}))
+
+
+def load_sketches(session: Session, pks: np.ndarray, version: str) -> tuple[np.ndarray, TextSketches]:
+    """Stored sketches of these items (of the given version), as (pks, sketches)."""
+    found_pks: list[int] = []
+    blobs: list[bytes] = []
+    unique = np.unique(pks).tolist()
+    for start in range(0, len(unique), 5000):
+        for pk, value in session.execute(select(Signature.item_pk, Signature.value).where(
+                Signature.kind == KIND, Signature.version == version,
+                Signature.item_pk.in_(unique[start:start + 5000]))):
+            found_pks.append(pk)
+            blobs.append(value)
+    return np.asarray(found_pks, np.int64), TextSketches.unpack(blobs)
+
+
+# --- the ingest step ------------------------------------------------------------------
+
+
+def text_of(title: str | None, text: str | None) -> str:
+    """What the text signal reads: the body, or the title where there is no body."""
+    return text if text and text.strip() else (title or "")
+
+
+def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch) -> None:
+    now = utcnow()
+    version = tokens_version()
+    session.execute(delete(Signature).where(Signature.kind == TOKENS_KIND,
+                                            Signature.item_pk.in_(pks.tolist())))
+    session.execute(insert(Signature), [
+        {"item_pk": pk, "kind": TOKENS_KIND, "version": version, "value": tokens.doc(i).tobytes(),
+         "created_at": now}
+        for i, pk in enumerate(pks.tolist())
+    ])
+
+
+def sign_and_pair(session: Session, pks: np.ndarray, tokens: TokenBatch, signer: TextSigner,
+                  index: TextIndex, settings: Settings) -> int:
+    """Sign items from their token sequences, store the sketches, pair them with indexed
+    items and each other, then index them. Returns the number of text pairs written."""
+    sk = signer.sign_tokens(tokens)
+    now = utcnow()
+    session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks.tolist())))
+    session.execute(insert(Signature), [
+        {"item_pk": pk, "kind": KIND, "version": signer.version, "value": sk.pack(i),
+         "created_at": now}
+        for i, pk in enumerate(pks.tolist())
+    ])
+    index.remove(pks)
+    live = ~sk.empty
+    pks, sk = pks[live], sk.take(live)
+    index.add(pks, sk)
+    q, other = index.candidates(sk)
+    a, b = pks[q], other
+    keep = a != b
+    q, a, b = q[keep], a[keep], b[keep]
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    if len(lo) == 0:
+        return 0
+    pair_keys, first = np.unique(np.stack([lo, hi], axis=1), axis=0, return_index=True)
+    q, b = q[first], np.where(a[first] == pair_keys[:, 0], pair_keys[:, 1], pair_keys[:, 0])
+    # Sketches of the other side: from this batch where it is in it, else from the store.
+    in_batch = {int(pk): i for i, pk in enumerate(pks.tolist())}
+    outside = np.array([pk for pk in np.unique(b).tolist() if pk not in in_batch], np.int64)
+    stored_pks, stored = load_sketches(session, outside, signer.version)
+    stored_pos = {int(pk): i for i, pk in enumerate(stored_pks.tolist())}
+    rows, source = [], []
+    for pk in b.tolist():
+        if pk in in_batch:
+            rows.append(in_batch[pk]); source.append(0)
+        else:
+            rows.append(stored_pos.get(pk, -1)); source.append(1)
+    rows_a, src = np.asarray(rows, np.int64), np.asarray(source, np.int8)
+    valid = rows_a >= 0
+    merged = _concat(sk, stored)
+    other_rows = np.where(src == 0, rows_a, len(pks) + rows_a)[valid]
+    sims = similarity(sk.take(q[valid]), merged.take(other_rows))
+    scores = calibrate(sims["raw"], settings)
+    pair_keys = pair_keys[valid]
+    good = scores >= settings.tier_weak
+    if not good.any():
+        return 0
+    pair_keys, scores = pair_keys[good], scores[good]
+    sims = {k: v[good] for k, v in sims.items()}
+    existing = {(r[0], r[1]) for r in session.execute(select(Pair.a_pk, Pair.b_pk).where(
+        or_(Pair.a_pk.in_(pks.tolist()), Pair.b_pk.in_(pks.tolist()))))}
+    records = []
+    for i, (lo_pk, hi_pk) in enumerate(pair_keys.tolist()):
+        if (lo_pk, hi_pk) in existing:
+            continue
+        score = float(scores[i])
+        records.append({
+            "a_pk": lo_pk, "b_pk": hi_pk, "score": score, "tier": settings.tier(score),
+            "kind": "text-reuse", "signals": {"text": round(score, 4)},
+            "details": {"text": {"wjaccard": round(float(sims["wjaccard"][i]), 4),
+                                 "jaccard": round(float(sims["jaccard"][i]), 4),
+                                 "simhash_bits": int(sims["simhash_bits"][i])}},
+            "model_version": signer.version[-64:], "updated_at": now,
+        })
+    if records:
+        session.execute(insert(Pair), records)
+    return len(records)
+
+
+def _concat(a: TextSketches, b: TextSketches) -> TextSketches:
+    return TextSketches(np.concatenate([a.simhash, b.simhash]),
+                        np.concatenate([a.wminhash, b.wminhash]),
+                        np.concatenate([a.minhash, b.minhash]),
+                        np.concatenate([a.empty, b.empty]))
+
+
+def query_scores(session: Session, texts: list[str], signer: TextSigner, index: TextIndex,
+                 settings: Settings) -> list[dict[int, dict[str, float]]]:
+    """For each query text, {item pk: {"text": score, ...raw}} of its candidates."""
+    sk = signer.sign(texts)
+    q, pks = index.candidates(sk)
+    out: list[dict[int, dict[str, float]]] = [{} for _ in texts]
+    if len(q) == 0:
+        return out
+    stored_pks, stored = load_sketches(session, pks, signer.version)
+    pos = {int(pk): i for i, pk in enumerate(stored_pks.tolist())}
+    rows = np.array([pos.get(int(pk), -1) for pk in pks], np.int64)
+    ok = rows >= 0
+    q, pks, rows = q[ok], pks[ok], rows[ok]
+    sims = similarity(sk.take(q), stored.take(rows))
+    scores = calibrate(sims["raw"], settings)
+    for i in range(len(q)):
+        out[int(q[i])][int(pks[i])] = {"text": float(scores[i]),
+                                       "wjaccard": float(sims["wjaccard"][i]),
+                                       "jaccard": float(sims["jaccard"][i])}
+    return out
+

@@ -1,0 +1,510 @@
+"""Text features and signature kernels: tokenizer, hashing, SimHash, MinHash, weighted MinHash.
+
+Estimates are checked against exact values computed here from the sets themselves, and
+every signature is checked to be a function of its document only: the same in another
+process, in another batch, in another order, and under other chunk sizes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xxhash
+
+from mmdedup.extract import minhash as minhash_mod
+from mmdedup.extract import simhash as simhash_mod
+from mmdedup.extract import text as text_mod
+from mmdedup.extract.minhash import EMPTY, MinHash, WeightedMinHash, jaccard
+from mmdedup.extract.simhash import SIMHASH_VERSION, hamming, simhash64
+from mmdedup.extract.text import (
+    TokenBatch,
+    char_shingles,
+    clean,
+    collapse_terms,
+    hash_strings,
+    hash_tokens,
+    shingle_hashes,
+    shingles,
+    text_shingle_hashes,
+    text_shingles,
+    tokenize,
+    tokenize_many,
+    tokenizer_version,
+)
+
+PLATFORM = Path(__file__).resolve().parents[1] / "platform"
+SIGNERS = {
+    "oph": MinHash(128),
+    "kperm": MinHash(128, variant="kperm"),
+    "icws": WeightedMinHash(128),
+    "0bit": WeightedMinHash(128, variant="0bit"),
+}
+
+
+def random_words(rng: random.Random, n: int) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return ["".join(rng.choice(letters) for _ in range(rng.randint(2, 12))) for _ in range(n)]
+
+
+def zipf_docs(seed: int, n_docs: int, length: int, vocab_size: int = 3000) -> list[list[str]]:
+    rng = np.random.default_rng(seed)
+    vocab = random_words(random.Random(seed), vocab_size)
+    p = 1.0 / np.arange(1, vocab_size + 1)
+    p /= p.sum()
+    lengths = rng.integers(0, length + 1, n_docs)
+    return [[vocab[i] for i in rng.choice(vocab_size, int(k), p=p)] for k in lengths]
+
+
+def all_signatures(docs: list[list[str]]) -> dict[str, np.ndarray]:
+    batch = hash_tokens(docs)
+    terms = collapse_terms(batch)
+    # TF-IDF-like float weights, a function of the token only (as an idf table would be).
+    tfidf = collapse_terms(batch.with_weights(((batch.hashes % np.uint64(997)).astype(np.float64) + 1) / 7.3))
+    out = {"hashes": batch.hashes, "simhash": simhash64(batch), "simhash_tf": simhash64(terms),
+           "simhash_tfidf": simhash64(tfidf), "icws_tfidf": WeightedMinHash(128)(tfidf)}
+    for name, signer in SIGNERS.items():
+        out[name] = signer(batch)
+    return out
+
+
+# --- tokenizer ------------------------------------------------------------------------
+
+
+def test_clean_removes_urls_emails_markup_and_decodes_entities() -> None:
+    raw = (
+        "<html><head><style>p {color: red}</style><script>var x = 1;</script></head>"
+        "<body><p>Caf&eacute; &amp; Bar</p> see https://example.com/a?b=1&c=2 or "
+        "www.example.org/x, mail <a href='mailto:x@y.com'>Boss@Example.COM</a>.<br/>"
+        "看这里http://t.cn/abc中文 and a < b > c</body></html>"
+    )
+    out = clean(raw)
+    for gone in ("http", "example", "www", "@", "<", "color", "var x", "&amp;", "href", "t.cn"):
+        assert gone not in out.replace("a < b > c", ""), gone
+    assert "café & bar" in out
+    assert "看这里中文" in out
+    assert "a < b > c" in out  # comparison signs in text are not tags
+
+
+def test_tokenize_mixed_chinese_english_numbers_and_stop_words() -> None:
+    tokens = tokenize("我在北京大学学习Machine Learning和深度学习，准确率达到98.5%，共1,000人。It's the best!")
+    for expected in ("北京大学", "machine", "learning", "深度", "学习", "98.5", "1,000", "best"):
+        assert expected in tokens, (expected, tokens)
+    for stop in ("在", "和", "the", "it's", "，", "%", " "):
+        assert stop not in tokens, (stop, tokens)
+    assert tokenize("2024年5月3日") == ["2024", "年", "5", "月", "3", "日"]
+    kept = tokenize("it is the best", drop_stop_words=False)
+    assert kept == ["it", "is", "the", "best"]
+    assert tokenize_many(["北京大学", ""]) == [["北京大学"], []]
+
+
+def test_tokenize_ignores_width_case_markup_and_links() -> None:
+    a = tokenize("Ａｐｐｌｅ发布了新款ｉＰｈｏｎｅ，详情见 https://apple.com/cn?utm=1")
+    b = tokenize("<p>apple 发布了 新款 iPhone,</p> 详情见 http://apple.com.cn/x")
+    assert a == b
+    assert "iphone" in a
+
+
+def test_tokenizer_version_is_stable_and_names_its_parts() -> None:
+    import jieba
+
+    v = tokenizer_version()
+    assert v == tokenizer_version() == text_mod.TOKENIZER_VERSION
+    assert v.startswith(f"jieba-{jieba.__version__}+dict-")
+    dict_hash = v.split("+dict-")[1].split("+")[0]
+    assert len(dict_hash) == 8 and int(dict_hash, 16) >= 0
+    for part in (text_mod.NORMALIZER_VERSION, text_mod.CLEANER_VERSION, text_mod.STOP_WORDS_VERSION):
+        assert part in v
+
+
+def test_shingles_word_and_character() -> None:
+    assert shingles(["a", "b", "c", "d"], 3) == ["a b c", "b c d"]
+    assert shingles(["a", "b"], 3) == ["a b"]
+    assert shingles([], 3) == []
+    assert char_shingles("今天 天气，很好", 2) == ["今天", "天天", "天气", "气很", "很好"]
+    assert char_shingles("ab", 3) == ["ab"]
+    assert char_shingles(" ,", 3) == []
+
+
+def test_short_chinese_post_uses_character_bigrams() -> None:
+    post = "今天天气很好我们去公园玩"  # 12 characters
+    assert len(post) == 12
+    sh = text_shingles(post)
+    assert sh == char_shingles(post, 2) and len(sh) == 11
+    near = text_shingles("今天天气真好我们去公园玩")
+    other = text_shingles("股市大跌投资者损失惨重啊")
+    j = lambda x, y: len(set(x) & set(y)) / len(set(x) | set(y))  # noqa: E731
+    assert j(sh, near) > 0.6
+    assert j(sh, other) == 0.0
+    # The hashed batch form agrees with the string form, short and long texts mixed.
+    long_text = "The quick brown fox jumps over the lazy dog near the river bank every single morning"
+    texts = [post, "", long_text, "hi there"]
+    batch = text_shingle_hashes(texts)
+    for i, t in enumerate(texts):
+        assert batch.doc(i).tolist() == hash_strings(text_shingles(t)).tolist()
+    assert len(text_shingles(long_text)) == len(tokenize(long_text)) - 2  # word 3-grams
+
+
+# --- hashing --------------------------------------------------------------------------
+
+
+def test_token_hashes_are_xxh3_of_utf8() -> None:
+    rng = random.Random(7)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 中文字符éü😀-'"
+    strings = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(3000)]
+    strings += ["x" * k for k in range(300)] + ["", "a\0b"]  # every length class, a NUL
+    got = hash_strings(strings)
+    want = np.array([xxhash.xxh3_64_intdigest(s.encode("utf-8")) for s in strings], dtype=np.uint64)
+    assert got.dtype == np.uint64
+    assert np.array_equal(got, want)
+    docs = [strings[:10], [], strings[10:25]]
+    assert np.array_equal(hash_tokens(docs).hashes, want[:25])
+
+
+def test_shingle_hashes_equal_hashes_of_shingle_strings() -> None:
+    docs = [["a", "bb", "ccc", "dddd", "中文"], [], ["solo"], ["x", "y"], ["with space", "b", "c", "d"]]
+    for n in (1, 2, 3):
+        batch = shingle_hashes(docs, n)
+        for i, d in enumerate(docs):
+            assert batch.doc(i).tolist() == hash_strings(shingles(d, n)).tolist()
+
+
+def test_hash_tokens_weights_fn_sees_distinct_tokens_once() -> None:
+    calls = []
+
+    def weights(names):
+        calls.append(list(names))
+        return [len(s) for s in names]
+
+    batch = hash_tokens([["aa", "b", "aa"], ["ccc", "b"]], weights)
+    assert len(calls) == 1 and sorted(calls[0]) == ["aa", "b", "ccc"]
+    assert batch.weights.tolist() == [2, 1, 2, 3, 1]
+    assert batch.offsets.tolist() == [0, 3, 5]
+
+
+def test_collapse_terms_gives_term_frequencies() -> None:
+    batch = hash_tokens([["a", "b", "a", "a"], [], ["c"], ["b", "b"]])
+    tf = collapse_terms(batch)
+    assert tf.offsets.tolist() == [0, 2, 2, 3, 4]
+    got = {
+        i: dict(zip(tf.doc(i).tolist(), tf.weights[tf.offsets[i] : tf.offsets[i + 1]].tolist()))
+        for i in range(4)
+    }
+    ha, hb, hc = hash_strings(["a", "b", "c"]).tolist()
+    assert got == {0: {ha: 3.0, hb: 1.0}, 1: {}, 2: {hc: 1.0}, 3: {hb: 2.0}}
+    assert all(np.all(np.diff(tf.doc(i).astype(np.float64)) > 0) for i in range(4) if len(tf.doc(i)) > 1)
+    weighted = collapse_terms(batch.with_weights(np.array([0.5, 1, 0.25, 0.25, 2, 1, 1])))
+    got_w = {
+        i: dict(zip(weighted.doc(i).tolist(), weighted.weights[weighted.offsets[i] : weighted.offsets[i + 1]].tolist()))
+        for i in range(4)
+    }
+    assert got_w == {0: {ha: 1.0, hb: 1.0}, 1: {}, 2: {hc: 2.0}, 3: {hb: 2.0}}
+
+
+# --- SimHash --------------------------------------------------------------------------
+
+
+def textbook_simhash(hashes: list[int], weights: list[float] | None = None) -> int:
+    votes = [0.0] * 64
+    for k, h in enumerate(hashes):
+        w = 1.0 if weights is None else weights[k]
+        for i in range(64):
+            votes[i] += w if (h >> i) & 1 else -w
+    return sum(1 << i for i in range(64) if votes[i] > 0)
+
+
+def test_simhash_equals_textbook_definition_weighted_and_not() -> None:
+    docs = zipf_docs(1, 40, 300)
+    batch = hash_tokens(docs)
+    rng = np.random.default_rng(3)
+    weights = rng.integers(1, 40, len(batch.hashes)) / 8.0  # exact in float32
+    codes = simhash64(batch)
+    wcodes = simhash64(batch.with_weights(weights))
+    for i in range(batch.n_docs):
+        hs = batch.doc(i).tolist()
+        assert int(codes[i]) == textbook_simhash(hs)
+        w = weights[batch.offsets[i] : batch.offsets[i + 1]].tolist()
+        assert int(wcodes[i]) == textbook_simhash(hs, w)
+    # Unit weights give the unweighted code: the two paths agree.
+    assert np.array_equal(simhash64(batch.with_weights(np.ones(len(batch.hashes)))), codes)
+
+
+def test_simhash_near_duplicates_close_unrelated_far() -> None:
+    rng = random.Random(11)
+    vocab = random_words(rng, 5000)
+    base = [[rng.choice(vocab) for _ in range(400)] for _ in range(30)]
+    near = []
+    for doc in base:
+        copy = list(doc)
+        for _ in range(8):  # 2% of the words replaced
+            copy[rng.randrange(len(copy))] = rng.choice(vocab)
+        near.append(copy)
+    codes = simhash64(hash_tokens(base + near))
+    a, b = codes[:30], codes[30:]
+    assert hamming(a, b).max() <= 12
+    assert hamming(a, b).mean() <= 5
+    unrelated = hamming(a[:, None], a[None, :])[~np.eye(30, dtype=bool)]
+    assert 28 <= unrelated.mean() <= 36
+    assert unrelated.min() >= 14
+
+
+def test_hamming_is_vectorized_popcount() -> None:
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 2**63, 50, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    b = rng.integers(0, 2**63, 50, dtype=np.uint64)
+    got = hamming(a, b)
+    assert got.tolist() == [bin(int(x) ^ int(y)).count("1") for x, y in zip(a, b)]
+    assert hamming(a[0], a).shape == (50,) and hamming(a[0], a)[0] == 0
+    assert hamming(a[:, None], b[None, :]).shape == (50, 50)
+
+
+# --- MinHash --------------------------------------------------------------------------
+
+
+def pair_with_jaccard(rng: np.random.Generator, size: int, j: float) -> tuple[np.ndarray, np.ndarray]:
+    """Two sets of `size` random 64-bit hashes with Jaccard exactly close to j."""
+    common = int(round(2 * size * j / (1 + j)))
+    pool = rng.integers(0, 2**63, 2 * size, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    pool = np.unique(pool)[: 2 * size - common]
+    rng.shuffle(pool)
+    shared, rest = pool[:common], pool[common:]
+    a = np.concatenate([shared, rest[: size - common]])
+    b = np.concatenate([shared, rest[size - common : 2 * (size - common)]])
+    return a, b
+
+
+def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    sa, sb = set(a.tolist()), set(b.tolist())
+    return len(sa & sb) / len(sa | sb)
+
+
+@pytest.mark.parametrize("variant", ["oph", "kperm"])
+def test_minhash_estimates_jaccard(variant: str) -> None:
+    rng = np.random.default_rng(21)
+    pairs, truth = [], []
+    for size in (6, 20, 60, 200, 1000, 3000):
+        for j in (0.05, 0.2, 0.4, 0.6, 0.8, 0.95):
+            for _ in range(4):
+                a, b = pair_with_jaccard(rng, size, j)
+                pairs += [a, b]
+                truth.append(exact_jaccard(a, b))
+    sig = SIGNERS[variant](TokenBatch.from_arrays(pairs))
+    assert sig.dtype == np.uint32 and sig.shape == (len(pairs), 128)
+    est = jaccard(sig[0::2], sig[1::2])
+    err = np.abs(est - np.array(truth))
+    assert err.mean() < 0.035  # sqrt(J(1-J)/128) is up to 0.044; E|error| ~ 0.8 of that
+    assert err.max() < 0.14
+    assert abs((est - np.array(truth)).mean()) < 0.015  # no bias
+
+
+def test_minhash_of_identical_and_disjoint_sets() -> None:
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 2**63, 500, dtype=np.uint64)
+    b = rng.integers(0, 2**63, 500, dtype=np.uint64)
+    for name in ("oph", "kperm"):
+        sig = SIGNERS[name](TokenBatch.from_arrays([a, a[::-1], b]))
+        assert jaccard(sig[0], sig[1]) == 1.0
+        assert jaccard(sig[0], sig[2]) < 0.05
+
+
+def test_jaccard_broadcasts_one_against_many() -> None:
+    rng = np.random.default_rng(4)
+    docs = [rng.integers(0, 2**63, 100, dtype=np.uint64) for _ in range(5)]
+    sig = MinHash(64)(TokenBatch.from_arrays(docs))
+    one_vs_many = jaccard(sig[0], sig)
+    assert one_vs_many.shape == (5,) and one_vs_many[0] == 1.0
+    assert np.allclose(one_vs_many, [jaccard(sig[0], s) for s in sig])
+    assert jaccard(sig[:, None, :], sig[None, :, :]).shape == (5, 5)
+
+
+# --- weighted MinHash -----------------------------------------------------------------
+
+
+def weighted_pair(rng: np.random.Generator, size: int, overlap: float):
+    terms = rng.integers(0, 2**63, 3 * size, dtype=np.uint64)
+    shared = int(size * overlap)
+    ta = terms[:size]
+    tb = np.concatenate([terms[:shared], terms[size : 2 * size - shared]])
+    wa = rng.lognormal(0.0, 1.0, size)
+    wb = np.concatenate([wa[:shared] * rng.lognormal(0.0, 0.3, shared), rng.lognormal(0.0, 1.0, size - shared)])
+    return ta, wa, tb, wb
+
+
+def exact_weighted_jaccard(ta, wa, tb, wb) -> float:
+    da = dict(zip(ta.tolist(), wa.astype(np.float32).tolist()))
+    db = dict(zip(tb.tolist(), wb.astype(np.float32).tolist()))
+    keys = set(da) | set(db)
+    num = sum(min(da.get(k, 0.0), db.get(k, 0.0)) for k in keys)
+    den = sum(max(da.get(k, 0.0), db.get(k, 0.0)) for k in keys)
+    return num / den
+
+
+@pytest.mark.parametrize("variant", ["icws", "0bit"])
+def test_weighted_minhash_estimates_weighted_jaccard(variant: str) -> None:
+    rng = np.random.default_rng(31)
+    hashes, weights, truth = [], [], []
+    for size in (5, 30, 150, 600):
+        for overlap in (0.1, 0.4, 0.7, 0.9, 1.0):
+            for _ in range(4):
+                ta, wa, tb, wb = weighted_pair(rng, size, overlap)
+                hashes += [ta, tb]
+                weights += [wa, wb]
+                truth.append(exact_weighted_jaccard(ta, wa, tb, wb))
+    sig = SIGNERS[variant](TokenBatch.from_arrays(hashes, weights))
+    est = jaccard(sig[0::2], sig[1::2])
+    err = est - np.array(truth)
+    assert np.abs(err).mean() < 0.035
+    assert np.abs(err).max() < 0.15
+    assert abs(err.mean()) < (0.015 if variant == "icws" else 0.03)
+
+
+def test_weighted_minhash_sees_weights_not_just_sets() -> None:
+    rng = np.random.default_rng(8)
+    terms = rng.integers(0, 2**63, 200, dtype=np.uint64)
+    w1 = np.ones(200)
+    w2 = np.where(np.arange(200) < 100, 10.0, 0.1)  # same set, very different weights
+    sig = WeightedMinHash(128)(TokenBatch.from_arrays([terms, terms, terms], [w1, w2, w1 * 3]))
+    exact = exact_weighted_jaccard(terms, w1, terms, w2)
+    assert abs(jaccard(sig[0], sig[1]) - exact) < 0.1 and exact < 0.3
+    assert jaccard(sig[0], sig[2]) < 0.6  # scaling changes t: not the same weighted set
+    tf = WeightedMinHash(128)(hash_tokens([["a", "a", "b"], ["b", "a", "a"], ["a", "b"]]))
+    assert jaccard(tf[0], tf[1]) == 1.0 and jaccard(tf[0], tf[2]) < 1.0
+
+
+def test_weighted_minhash_drops_nonpositive_weights() -> None:
+    terms = np.arange(1, 11, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    w = np.linspace(1, 2, 10)
+    w_zero = w.copy()
+    w_zero[:3] = 0.0
+    sig = WeightedMinHash(64)(TokenBatch.from_arrays([terms, terms[3:], terms, terms[:0]], [w_zero, w[3:], np.zeros(10), w[:0]]))
+    assert jaccard(sig[0], sig[1]) == 1.0
+    assert (sig[2] == EMPTY).all() and (sig[3] == EMPTY).all()
+
+
+# --- invariances ----------------------------------------------------------------------
+
+
+def test_signatures_ignore_word_order() -> None:
+    rng = random.Random(3)
+    sentences = [
+        "the committee approved the budget for the new library",
+        "heavy rain is expected across the northern region tonight",
+        "local farmers reported a strong harvest this autumn",
+        "北京市政府今天发布了新的交通管理规定",
+        "研究人员发现了一种新的治疗方法",
+    ]
+    shuffled = sentences[:]
+    while shuffled == sentences:
+        rng.shuffle(shuffled)
+    docs = tokenize_many([" ".join(sentences), " ".join(shuffled)])
+    assert sorted(docs[0]) == sorted(docs[1]) and docs[0] != docs[1]
+    sigs = all_signatures(docs)
+    for name in ("simhash", "simhash_tf", "simhash_tfidf", "oph", "kperm", "icws", "0bit", "icws_tfidf"):
+        assert np.array_equal(sigs[name][0], sigs[name][1]), name
+
+
+def test_signature_of_a_document_does_not_depend_on_its_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = zipf_docs(5, 60, 700) + [[], ["lonely"], ["w"] * 5000]
+    reference = all_signatures(docs)
+    order = list(range(len(docs)))
+    random.Random(1).shuffle(order)
+    shuffled = all_signatures([docs[i] for i in order])
+    for name, values in reference.items():
+        if name == "hashes":
+            continue
+        assert np.array_equal(shuffled[name], values[order]), name
+    single = all_signatures([docs[7]])
+    for name in ("simhash", "simhash_tfidf", "oph", "kperm", "icws", "0bit", "icws_tfidf"):
+        assert np.array_equal(single[name][0], reference[name][7]), name
+    # Tiny chunks everywhere: every "document longer than a chunk" path is taken.
+    monkeypatch.setattr(text_mod, "_GROUP", 64)
+    monkeypatch.setattr(simhash_mod, "_SLOTS_UNWEIGHTED", 64)
+    monkeypatch.setattr(simhash_mod, "_SLOTS_WEIGHTED", 64)
+    monkeypatch.setattr(minhash_mod, "_CHUNK_TOKENS", 50)
+    monkeypatch.setattr(minhash_mod, "_CHUNK_CELLS", 128 * 37)
+    monkeypatch.setattr(minhash_mod, "_GROUP_CHUNKS", 2)
+    chunked = all_signatures(docs)
+    for name, values in reference.items():
+        assert np.array_equal(chunked[name], values), name
+
+
+def test_empty_and_tiny_documents() -> None:
+    docs = [[], ["单"], ["a", "b"], []]
+    sigs = all_signatures(docs)
+    assert sigs["simhash"][0] == 0 and sigs["simhash"][3] == 0
+    for name in ("oph", "kperm", "icws", "0bit"):
+        s = sigs[name]
+        assert (s[0] == EMPTY).all() and (s[3] == EMPTY).all(), name
+        assert (s[1] != EMPTY).all() and (s[2] != EMPTY).all(), name
+        assert jaccard(s[0], s[3]) == 0.0  # two empty texts are not duplicates
+        assert jaccard(s[1], s[1]) == 1.0
+        assert jaccard(s[1], s[2]) < 0.2
+    assert simhash64(hash_tokens([])).shape == (0,)
+    assert MinHash(128)(hash_tokens([])).shape == (0, 128)
+
+
+def test_versions_record_parameters() -> None:
+    assert MinHash(64, seed=9, variant="kperm").version.startswith("minhash-kperm-p64-s9-")
+    assert WeightedMinHash(32, seed=3, variant="0bit").version.startswith("wminhash-0bit-p32-s3-")
+    assert MinHash(128).version != MinHash(128, seed=2).version
+    assert "xxh3" in SIMHASH_VERSION
+    seeds = [MinHash(128, seed=s)(hash_tokens([["a", "b", "c"]]))[0] for s in (1, 2)]
+    assert not np.array_equal(*seeds)
+
+
+# --- stability across processes -------------------------------------------------------
+
+_DIGEST_SCRIPT = """
+import hashlib, json, random, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from mmdedup.extract.minhash import MinHash, WeightedMinHash
+from mmdedup.extract.simhash import simhash64
+from mmdedup.extract.text import collapse_terms, hash_tokens, tokenize_many, tokenizer_version
+texts = json.loads(sys.stdin.read())
+batch = hash_tokens(tokenize_many(texts))
+terms = collapse_terms(batch)
+out = {"tokenizer": tokenizer_version(), "hashes": batch.hashes, "simhash": simhash64(batch),
+       "simhash_tf": simhash64(terms), "oph": MinHash(128)(batch),
+       "kperm": MinHash(128, variant="kperm")(batch), "icws": WeightedMinHash(128)(terms),
+       "0bit": WeightedMinHash(128, variant="0bit")(terms)}
+print(json.dumps({k: v if isinstance(v, str) else hashlib.sha256(v.tobytes()).hexdigest()
+                  for k, v in out.items()}))
+"""
+
+_TEXTS = [
+    "北京市政府今天发布了新的交通管理规定，自2024年5月1日起施行。",
+    "The quick brown fox jumps over the lazy dog; the dog sleeps on.",
+    "今天天气很好我们去公园玩",
+    "",
+    "混合 mixed 文本 text with numbers 3.14 and 1,000 条记录",
+] * 3
+
+
+def test_signatures_identical_in_another_process() -> None:
+    digests = []
+    for hash_seed in ("1", "4242"):  # Python's str hash differs; ours must not
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        run = subprocess.run(
+            [sys.executable, "-c", _DIGEST_SCRIPT, str(PLATFORM)],
+            input=json.dumps(_TEXTS), capture_output=True, text=True, env=env, timeout=300, check=True,
+        )
+        digests.append(json.loads(run.stdout.strip().splitlines()[-1]))
+    assert digests[0] == digests[1]
+    batch = hash_tokens(tokenize_many(_TEXTS))
+    terms = collapse_terms(batch)
+    here = {
+        "tokenizer": tokenizer_version(),
+        "hashes": batch.hashes, "simhash": simhash64(batch), "simhash_tf": simhash64(terms),
+        "oph": MinHash(128)(batch), "kperm": MinHash(128, variant="kperm")(batch),
+        "icws": WeightedMinHash(128)(terms), "0bit": WeightedMinHash(128, variant="0bit")(terms),
+    }
+    here = {k: v if isinstance(v, str) else hashlib.sha256(v.tobytes()).hexdigest() for k, v in here.items()}
+    assert here == digests[0]
