@@ -149,3 +149,23 @@ def test_index_is_rebuilt_when_files_disagree_with_the_store(home: Path, db_url:
     meta.write_text(json.dumps({**json.loads(meta.read_text()), "count": 99}))
     with Platform.open(home, db_url) as platform:
         assert platform.query(" ".join(NEWS[1:]))[0]["id"] == "orig"
+
+
+def test_texts_without_words_ingest_and_pair_with_nothing(platform: Platform) -> None:
+    report = platform.ingest([
+        {"id": "punct", "text": "!!! ... ，。？"},
+        {"id": "stop", "text": "the of and to a in 的 了 是"},
+        {"id": "stop-2", "text": "a the of to and in 的 是 了"},
+        {"id": "real", "text": "\n".join(NEWS)},
+    ])
+    assert (report.new, report.failed) == (4, 0)
+    assert [p for p in platform.pairs("weak") if p["kind"] == "text-reuse"] == []
+
+
+def test_pairs_explain_the_text_signal(platform: Platform) -> None:
+    platform.ingest([{"id": "a", "text": "\n".join(NEWS)},
+                     {"id": "b", "text": "\n".join(NEWS[:4])}])
+    (pair,) = platform.pairs("weak")
+    text = pair["details"]["text"]
+    assert set(text) == {"wjaccard", "jaccard", "simhash_bits"}
+    assert 0 < text["wjaccard"] <= 1 and 0 <= text["simhash_bits"] <= 64

@@ -98,9 +98,12 @@ class Platform:
 
     def _run(self, entries: Iterable, source: str, root: Path | None, total: int,
              progress: bool) -> IngestReport:
-        return run_ingest(self.sessions, entries, source=source, root=root,
-                          settings=self.settings, total=total, progress=progress,
-                          stages=[self.text])
+        before = self.text.pairs_written
+        report = run_ingest(self.sessions, entries, source=source, root=root,
+                            settings=self.settings, total=total, progress=progress,
+                            stages=[self.text])
+        report.near_pairs = self.text.pairs_written - before
+        return report
 
     # --- queries -----------------------------------------------------------------------
 
@@ -233,8 +236,11 @@ def default_reviewer() -> str:
 def _pair_dict(pair: Pair, ids: dict[int, str]) -> dict[str, Any]:
     signals = {name: pair.signals.get(name) for name in SIGNAL_NAMES}
     signals.update({k: v for k, v in pair.signals.items() if k not in signals})
-    return {"a": ids[pair.a_pk], "b": ids[pair.b_pk], "score": round(pair.score, 4),
-            "tier": pair.tier, "kind": pair.kind, "signals": signals}
+    out = {"a": ids[pair.a_pk], "b": ids[pair.b_pk], "score": round(pair.score, 4),
+           "tier": pair.tier, "kind": pair.kind, "signals": signals}
+    if pair.details:
+        out["details"] = pair.details
+    return out
 
 
 __all__ = ["Platform", "Item", "IngestReport"]

@@ -39,11 +39,11 @@ class Settings:
     text_calibration: tuple[tuple[float, float], ...] = (
         (0.0, 0.0), (0.3, 0.5), (0.45, 0.7), (0.55, 0.8), (0.65, 0.9), (1.0, 1.0))
     # Candidates: LSH over the first `text_lsh_perms` positions of the weighted MinHash,
-    # bands and rows chosen for weighted Jaccard >= `text_lsh_threshold` (96 positions give
-    # 24 bands of 4 rows: 192 bytes a document, inside the 300-byte index budget), and
-    # SimHash codes within `text_simhash_radius` bits.
+    # bands and rows chosen for weighted Jaccard >= `text_lsh_threshold` (88 positions give
+    # 22 bands of 4 rows, 185 bytes a document: with the Hamming index, inside a 300-byte
+    # budget at a million documents), and SimHash codes within `text_simhash_radius` bits.
     text_lsh_threshold: float = 0.4
-    text_lsh_perms: int = 96
+    text_lsh_perms: int = 88
     text_simhash_radius: int = 3
     # TF-IDF: jieba's IDF prior until this many texts, then corpus frequencies, frozen anew
     # (and everything re-signed) each time the corpus has grown by this factor.

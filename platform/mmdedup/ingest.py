@@ -37,10 +37,12 @@ class IngestReport:
     failed: int = 0
     failures: Counter[str] = field(default_factory=Counter)
     exact_pairs: int = 0
+    near_pairs: int = 0
 
     def summary(self) -> str:
         text = (f"{self.source}: {self.new} new, {self.updated} updated, {self.unchanged} "
-                f"unchanged, {self.failed} failed; {self.exact_pairs} exact-duplicate pairs")
+                f"unchanged, {self.failed} failed; {self.exact_pairs} exact-duplicate pairs, "
+                f"{self.near_pairs} near-duplicate pairs written")
         if self.failures:
             text += " (failures: " + ", ".join(f"{r} {n}" for r, n in self.failures.most_common()) + ")"
         return text
@@ -48,7 +50,8 @@ class IngestReport:
     def as_dict(self) -> dict[str, object]:
         return {"source": self.source, "new": self.new, "updated": self.updated,
                 "unchanged": self.unchanged, "failed": self.failed,
-                "failures": dict(self.failures), "exact_pairs": self.exact_pairs}
+                "failures": dict(self.failures), "exact_pairs": self.exact_pairs,
+                "near_pairs": self.near_pairs}
 
 
 class Stage(Protocol):
