@@ -13,7 +13,7 @@ from mmdedup.store.db import downgrade, make_engine, migrate
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = {"items", "assets", "signatures", "pairs", "labels", "ingest_runs", "failures",
-          "model_versions", "word_weights", "doc_freqs", "job_locks"}
+          "model_versions", "word_weights", "doc_freqs", "job_locks", "web_sites", "web_blocks"}
 
 
 def tables(url: str) -> set[str]:

@@ -27,6 +27,7 @@ from .items import (
 )
 from .score.cluster import accepted_edges, components
 from .text_stage import TextStage
+from .web_stage import WebStage
 from .extract.text import text_hash
 from .store.db import open_store, resolve_url
 from .store.schema import Asset, Failure, IngestRun, Label, Pair, Signature
@@ -45,6 +46,7 @@ class Platform:
         self.url = url
         self.sessions = sessions
         self.settings = settings
+        self.web = WebStage(settings)
         self.text = TextStage(home, sessions, settings)
 
     @classmethod
@@ -101,7 +103,7 @@ class Platform:
         before = self.text.pairs_written
         report = run_ingest(self.sessions, entries, source=source, root=root,
                             settings=self.settings, total=total, progress=progress,
-                            stages=[self.text])
+                            stages=[self.web, self.text])
         report.near_pairs = self.text.pairs_written - before
         return report
 

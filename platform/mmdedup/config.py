@@ -27,6 +27,13 @@ class Settings:
     max_text_chars: int = 2_000_000
     max_image_pixels: int = 64_000_000
     max_manifest_line_bytes: int = 8 * 1024 * 1024
+    max_page_chars: int = 5_000_000
+    max_page_depth: int = 200
+
+    # A line of a page's main text is boilerplate of its site (dropped from the text
+    # signal) once it appears on at least this many of the site's pages and this share.
+    block_min_pages: int = 5
+    block_min_share: float = 0.2
 
     # Ingest commits every `ingest_chunk` items, so a killed run loses at most one chunk.
     ingest_chunk: int = 500

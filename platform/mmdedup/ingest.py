@@ -23,6 +23,9 @@ from .config import Settings
 from .items import Entry, InputError, LoadedItem, load_item
 from .store.schema import Asset, Failure, IngestRun, Item, Pair, Signature, utcnow
 
+# Exact pairs are marked with this model version: re-signing text never touches them.
+EXACT_VERSION = "exact"
+
 # Which pair signals an exact match on each part of the content sets to 1.0.
 _SIGNALS_OF_ROLE = {"text": ("text",), "html": ("text", "dom"), "image": ("image",),
                     "video": ("video",)}
@@ -240,7 +243,7 @@ def _write_exact_pairs(
         now = utcnow()
         session.execute(insert(Pair), [
             {"a_pk": a, "b_pk": b, "score": 1.0, "tier": "strong", "kind": "same-item",
-             "signals": signals, "updated_at": now}
+             "signals": signals, "model_version": EXACT_VERSION, "updated_at": now}
             for (a, b), signals in sorted(pairs.items())
         ])
         report.exact_pairs += len(pairs)

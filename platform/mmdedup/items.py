@@ -18,6 +18,7 @@ from PIL import Image, UnidentifiedImageError
 
 from .config import Settings
 from .extract.text import text_hash
+from .extract.web import PageError, PageSignals, extract_page
 
 TEXT_EXTENSIONS = {".txt", ".md", ".text"}
 HTML_EXTENSIONS = {".html", ".htm", ".xhtml"}
@@ -125,10 +126,22 @@ class LoadedItem:
     text_hash: str | None
     content_key: str
     fingerprint: str
+    page: PageSignals | None = None
+    # The page's main text once blocks repeated across its site are dropped (set at ingest).
+    main_text: str | None = None
 
     @property
-    def html(self) -> LoadedAsset | None:
-        return next((a for a in self.assets if a.role == "html"), None)
+    def signal_text(self) -> str:
+        """What the text signal reads: the item's text, else its page's main text, else
+        its title."""
+        return text_for_signals(self.item.title, self.item.text, self.main_text)
+
+
+def text_for_signals(title: str | None, text: str | None, page_text: str | None) -> str:
+    for candidate in (text, page_text, title):
+        if candidate and candidate.strip():
+            return candidate
+    return ""
 
 
 # --- sources ---------------------------------------------------------------------------
@@ -308,7 +321,17 @@ def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
         media_type = MEDIA_TYPES.get(ext, "application/octet-stream")
         assets.append(LoadedAsset(role, position, rel, path, hashlib.sha256(data).hexdigest(),
                                   len(data), media_type, data))
-    body_hash = text_hash(item.text) or text_hash(item.title)
+    page = None
+    html = next((a for a in assets if a.role == "html"), None)
+    if html is not None:
+        try:
+            page = extract_page(html.data, max_bytes=settings.max_file_bytes,
+                                max_chars=settings.max_page_chars, max_depth=settings.max_page_depth)
+        except PageError as exc:
+            raise InputError(exc.reason, f"{html.path}: {exc.detail}") from exc
+        if not page.text.strip() and not (item.text or "").strip() and len(assets) == 1:
+            raise InputError("empty_content", f"{html.path}: the page has no main text")
+    body_hash = text_hash(item.text) or text_hash(page.text if page else None) or text_hash(item.title)
     if body_hash is None and not assets:
         raise InputError("empty_content", "the item has no text, html, images or video")
     parts = [f"text:{body_hash or ''}"] + sorted(f"{a.role}:{a.sha256}" for a in assets)
@@ -317,7 +340,7 @@ def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
     fingerprint = _sha256(json.dumps(
         [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]],
         sort_keys=True, ensure_ascii=False, default=str))
-    return LoadedItem(item, assets, body_hash, content_key, fingerprint)
+    return LoadedItem(item, assets, body_hash, content_key, fingerprint, page)
 
 
 def _sha256(text: str) -> str:

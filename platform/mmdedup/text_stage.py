@@ -16,8 +16,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .config import Settings
 from .extract.text import TokenBatch
-from .items import LoadedItem
+from .items import LoadedItem, text_for_signals
+from .web_stage import dom_similarity
 from .learn.tfidf import PRIOR_VERSION, active_model, count_documents, freeze, merge_counts
+from .ingest import EXACT_VERSION
 from .store.schema import Item, Pair, Signature
 from .textsig import (
     KIND,
@@ -27,12 +29,13 @@ from .textsig import (
     query_scores,
     sign_and_pair,
     store_tokens,
-    text_of,
     tokenize_texts,
     tokens_version,
 )
 
 SCAN_CHUNK = 2000
+# Signals fused with the text one for each candidate pair.
+EXTRA_SIGNALS = {"dom": dom_similarity}
 
 
 class TextStage:
@@ -63,7 +66,7 @@ class TextStage:
 
     def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
         index = self.index(session)
-        texts = [(pk, text_of(li.item.title, li.item.text)) for pk, li in changed]
+        texts = [(pk, li.signal_text) for pk, li in changed]
         gone = [pk for pk, t in texts if not t.strip()]
         if gone:
             index.remove(np.asarray(gone, np.int64))
@@ -72,7 +75,8 @@ class TextStage:
             pks = np.fromiter((pk for pk, _ in texts), np.int64, len(texts))
             tokens = tokenize_texts([t for _, t in texts])
             store_tokens(session, pks, tokens)
-            self.pairs_written += sign_and_pair(session, pks, tokens, self.signer, index, self.settings)
+            self.pairs_written += sign_and_pair(session, pks, tokens, self.signer, index,
+                                                self.settings, EXTRA_SIGNALS)
 
     def after_chunk(self) -> None:
         if self.needs_refresh():
@@ -113,12 +117,12 @@ class TextStage:
     def resign_all(self) -> None:
         """Re-sign every stored text under the active signer and rebuild its pairs."""
         with self.sessions.begin() as session:
-            session.execute(delete(Pair).where(Pair.kind == "text-reuse"))
+            session.execute(delete(Pair).where(Pair.model_version != EXACT_VERSION))
         self._index = TextIndex(self.folder, self.signer.version, self.settings)
         for pks, tokens in self._scan_tokens():
             with self.sessions.begin() as session:
                 self.pairs_written += sign_and_pair(session, pks, tokens, self.signer,
-                                                    self._index, self.settings)
+                                                    self._index, self.settings, EXTRA_SIGNALS)
         self.finish()
 
     def _scan_tokens(self) -> Iterator[tuple[np.ndarray, TokenBatch]]:
@@ -130,21 +134,22 @@ class TextStage:
         while True:
             with self.sessions.begin() as session:
                 rows = session.execute(
-                    select(Item.pk, Item.title, Item.text, Signature.version, Signature.value)
+                    select(Item.pk, Item.title, Item.text, Item.page_text, Signature.version,
+                           Signature.value)
                     .outerjoin(Signature, (Signature.item_pk == Item.pk) & (Signature.kind == TOKENS_KIND))
                     .where(Item.pk > last, Item.text_hash.is_not(None))
                     .order_by(Item.pk).limit(SCAN_CHUNK)).all()
                 if not rows:
                     return
                 last = rows[-1][0]
-                stale = [i for i, r in enumerate(rows) if r[3] != version]
+                stale = [i for i, r in enumerate(rows) if r[4] != version]
                 fresh = {}
                 if stale:
-                    redo = tokenize_texts([text_of(rows[i][1], rows[i][2]) for i in stale])
+                    redo = tokenize_texts([text_for_signals(*rows[i][1:4]) for i in stale])
                     redo_pks = np.array([rows[i][0] for i in stale], np.int64)
                     store_tokens(session, redo_pks, redo)
                     fresh = {i: redo.doc(j) for j, i in enumerate(stale)}
-            docs = [fresh[i] if i in fresh else np.frombuffer(r[4], np.uint64) for i, r in enumerate(rows)]
+            docs = [fresh[i] if i in fresh else np.frombuffer(r[5], np.uint64) for i, r in enumerate(rows)]
             yield (np.array([r[0] for r in rows], np.int64), TokenBatch.from_arrays(docs))
 
     # --- queries -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from sqlalchemy import delete, func, insert, or_, select
@@ -37,6 +38,7 @@ from .extract.text import (
 from .index.hamming import HammingIndex
 from .index.lsh import BandLSH
 from .learn.tfidf import TfidfModel
+from .score.fusion import fuse, match_kind
 from .store.schema import Pair, Signature, utcnow
 
 KIND = "text"
@@ -263,11 +265,6 @@ def load_sketches(session: Session, pks: np.ndarray, version: str) -> tuple[np.n
 # --- the ingest step ------------------------------------------------------------------
 
 
-def text_of(title: str | None, text: str | None) -> str:
-    """What the text signal reads: the body, or the title where there is no body."""
-    return text if text and text.strip() else (title or "")
-
-
 def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch) -> None:
     now = utcnow()
     version = tokens_version()
@@ -280,10 +277,16 @@ def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch) -> None:
     ])
 
 
+ExtraSignal = Callable[[Session, np.ndarray, np.ndarray], np.ndarray]
+
+
 def sign_and_pair(session: Session, pks: np.ndarray, tokens: TokenBatch, signer: TextSigner,
-                  index: TextIndex, settings: Settings) -> int:
+                  index: TextIndex, settings: Settings,
+                  extra_signals: dict[str, ExtraSignal] | None = None) -> int:
     """Sign items from their token sequences, store the sketches, pair them with indexed
-    items and each other, then index them. Returns the number of text pairs written."""
+    items and each other, then index them. `extra_signals` give other per-pair signals
+    (NaN where absent, e.g. `dom` for two pages) fused with the text one. Returns the
+    number of pairs written."""
     sk = signer.sign_tokens(tokens)
     now = utcnow()
     session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks.tolist())))
@@ -321,23 +324,24 @@ def sign_and_pair(session: Session, pks: np.ndarray, tokens: TokenBatch, signer:
     merged = _concat(sk, stored)
     other_rows = np.where(src == 0, rows_a, len(pks) + rows_a)[valid]
     sims = similarity(sk.take(q[valid]), merged.take(other_rows))
-    scores = calibrate(sims["raw"], settings)
+    text = calibrate(sims["raw"], settings)
     pair_keys = pair_keys[valid]
-    good = scores >= settings.tier_weak
-    if not good.any():
-        return 0
-    pair_keys, scores = pair_keys[good], scores[good]
-    sims = {k: v[good] for k, v in sims.items()}
+    extra = {name: fn(session, pair_keys[:, 0], pair_keys[:, 1]) for name, fn in (extra_signals or {}).items()}
     existing = {(r[0], r[1]) for r in session.execute(select(Pair.a_pk, Pair.b_pk).where(
         or_(Pair.a_pk.in_(pks.tolist()), Pair.b_pk.in_(pks.tolist()))))}
     records = []
     for i, (lo_pk, hi_pk) in enumerate(pair_keys.tolist()):
         if (lo_pk, hi_pk) in existing:
             continue
-        score = float(scores[i])
+        signals = {"text": round(float(text[i]), 4)}
+        signals.update({name: round(float(v[i]), 4) for name, v in extra.items() if not np.isnan(v[i])})
+        score = fuse(signals, settings.fusion_weights)
+        tier = settings.tier(score)
+        if tier is None:
+            continue
         records.append({
-            "a_pk": lo_pk, "b_pk": hi_pk, "score": score, "tier": settings.tier(score),
-            "kind": "text-reuse", "signals": {"text": round(score, 4)},
+            "a_pk": lo_pk, "b_pk": hi_pk, "score": score, "tier": tier,
+            "kind": match_kind(signals, settings.tier_strong), "signals": signals,
             "details": {"text": {"wjaccard": round(float(sims["wjaccard"][i]), 4),
                                  "jaccard": round(float(sims["jaccard"][i]), 4),
                                  "simhash_bits": int(sims["simhash_bits"][i])}},

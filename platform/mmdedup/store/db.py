@@ -77,3 +77,21 @@ def open_store(url: str) -> sessionmaker[Session]:
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     with factory.begin() as session:
         yield session
+
+
+def add_counts(session: Session, table: type, keys: tuple[str, ...], column: str,
+               rows: list[dict[str, object]]) -> None:
+    """INSERT rows, or add their `column` to the existing row's on a key conflict: one
+    statement on SQLite and PostgreSQL alike (both speak ON CONFLICT)."""
+    if not rows:
+        return
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    stmt = dialect_insert(table)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=list(keys),
+        set_={column: getattr(table, column) + stmt.excluded[column]},
+    )
+    session.execute(stmt, rows)

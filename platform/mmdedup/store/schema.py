@@ -57,6 +57,11 @@ class Item(Base):
     id: Mapped[str] = mapped_column(String(512), unique=True)
     title: Mapped[str | None] = mapped_column(Text)
     text: Mapped[str | None] = mapped_column(Text)
+    # For page items: the main text extracted from the HTML (template and blocks repeated
+    # across the site removed) and its publication date; the text signal reads it when
+    # the item has no text of its own.
+    page_text: Mapped[str | None] = mapped_column(Text)
+    page_date: Mapped[str | None] = mapped_column(String(32))
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # sha256 of the normalised text, and of everything the item holds (text + asset bytes).
     text_hash: Mapped[str | None] = mapped_column(String(64), index=True)
@@ -212,3 +217,23 @@ class JobLock(Base):
     holder: Mapped[str] = mapped_column(String(255))
     acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class WebSite(Base):
+    """How many pages of a site have been ingested: the denominator of block frequencies."""
+
+    __tablename__ = "web_sites"
+
+    site: Mapped[str] = mapped_column(String(255), primary_key=True)
+    pages: Mapped[int] = mapped_column(BigInteger)
+
+
+class WebBlock(Base):
+    """On how many pages of a site a text block (a normalised line of main text) appears;
+    blocks on many of a site's pages are boilerplate the extractor kept."""
+
+    __tablename__ = "web_blocks"
+
+    site: Mapped[str] = mapped_column(String(255), primary_key=True)
+    block_hash: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    pages: Mapped[int] = mapped_column(BigInteger)
