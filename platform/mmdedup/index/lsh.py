@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from mmdedup.index.hamming import Slots, atomic_savez, expand_ranges
+from .slots import Slots, atomic_savez, expand_ranges
 
 FORMAT = "mmdedup.lsh/1"
 HASH = "mulxor64-fmix-hi32/1"  # band_keys below; stored so a file never meets another hash

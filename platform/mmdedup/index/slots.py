@@ -1,0 +1,127 @@
+"""Id bookkeeping shared by the candidate indexes: dense positions, tombstones, saving.
+
+FAISS and the band arrays address entries by dense position; these helpers map positions
+to item ids and back, delete by tombstone, and write index files atomically.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Flatten half-open ranges ``[lo[i], hi[i])`` into (owner i, index) arrays.
+
+    Lets searchsorted bucket lookups for a whole batch stay in numpy instead of
+    a Python loop over queries.
+    """
+    counts = (hi - lo).astype(np.int64)
+    total = int(counts.sum())
+    owner = np.repeat(np.arange(len(lo), dtype=np.int64), counts)
+    starts = np.cumsum(counts) - counts
+    index = np.arange(total, dtype=np.int64) - np.repeat(starts - lo, counts)
+    return owner, index
+
+
+class Slots:
+    """Dense positions <-> item ids, with tombstones.
+
+    Both candidate indexes address entries by dense position (FAISS labels,
+    the low 32 bits of band entries) because positions need no hash table;
+    ``ids[pos]`` recovers the item id.  Removal flips ``alive[pos]`` because
+    neither FAISS's multi-hash tables nor sorted band arrays delete in place
+    cheaply; the owner compacts when ``dead_fraction`` grows.
+
+    id -> position costs no extra memory in the usual case: mmdedup ids are
+    database keys handed out in increasing order, so ``ids`` stays sorted and
+    ``searchsorted`` works on it directly.  If an add breaks the order, an
+    argsort is cached until the next add (8 B per entry, only then).
+    """
+
+    def __init__(self) -> None:
+        self.ids = np.empty(0, np.int64)
+        self.alive = np.empty(0, np.bool_)
+        self.n_dead = 0
+        self._ascending = True
+        self._order: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids) - self.n_dead
+
+    @property
+    def dead_fraction(self) -> float:
+        return self.n_dead / len(self.ids) if len(self.ids) else 0.0
+
+    def live_ids(self) -> np.ndarray:
+        return self.ids[self.alive]
+
+    def find(self, ids: np.ndarray) -> np.ndarray:
+        """Positions of the live entries carrying these ids (unknown ids are skipped)."""
+        ids = np.asarray(ids, dtype=np.int64).ravel()
+        if len(ids) == 0 or len(self.ids) == 0:
+            return np.empty(0, np.int64)
+        sorter = None
+        if not self._ascending:
+            if self._order is None:
+                self._order = np.argsort(self.ids, kind="stable")
+            sorter = self._order
+        lo = np.searchsorted(self.ids, ids, side="left", sorter=sorter)
+        hi = np.searchsorted(self.ids, ids, side="right", sorter=sorter)
+        _, k = expand_ranges(lo, hi)  # a removed-then-re-added id has several slots
+        pos = k if sorter is None else sorter[k]
+        return pos[self.alive[pos]]
+
+    def append(self, ids: np.ndarray) -> int:
+        """Give ``ids`` new slots; a live id already present is replaced (upsert).
+
+        Returns the first new position. Upsert rather than error because
+        re-signing an item after retraining is an ordinary update.
+        """
+        ids = np.asarray(ids, dtype=np.int64).ravel()
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError("duplicate ids within one batch")
+        start = len(self.ids)
+        if len(ids) == 0:
+            return start
+        if start and ids.min() <= self.ids.max(initial=np.iinfo(np.int64).min):
+            self.kill(self.find(ids))
+        ascending = bool(np.all(ids[1:] >= ids[:-1]))
+        self._ascending = self._ascending and ascending and (start == 0 or ids[0] >= self.ids[-1])
+        self.ids = np.concatenate([self.ids, ids])
+        self.alive = np.concatenate([self.alive, np.ones(len(ids), np.bool_)])
+        self._order = None
+        return start
+
+    def kill(self, pos: np.ndarray) -> int:
+        pos = np.unique(np.asarray(pos, dtype=np.int64))
+        pos = pos[self.alive[pos]]
+        self.alive[pos] = False
+        self.n_dead += len(pos)
+        return len(pos)
+
+    def compact(self) -> np.ndarray:
+        """Drop dead slots; return the keep mask so owners can renumber alike."""
+        keep = self.alive.copy()
+        self.ids = self.ids[keep]
+        self.alive = np.ones(len(self.ids), np.bool_)
+        self.n_dead = 0
+        self._ascending = bool(np.all(self.ids[1:] >= self.ids[:-1]))
+        self._order = None
+        return keep
+
+
+def atomic_savez(path: str | os.PathLike, **arrays: np.ndarray) -> None:
+    """Write an .npz so a crash mid-save leaves the old file, never half a file."""
+    path = os.fspath(path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
