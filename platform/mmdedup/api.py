@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -26,8 +27,9 @@ from .items import (
     read_manifest,
 )
 from .score.cluster import accepted_edges, components
+from .score.pairs import score_pairs
 from .text_stage import TextStage
-from .web_stage import WebStage
+from .web_stage import WebStage, dom_signal
 from .extract.text import text_hash
 from .store.db import open_store, resolve_url
 from .store.schema import Asset, Failure, IngestRun, Label, Pair, Signature
@@ -48,6 +50,7 @@ class Platform:
         self.settings = settings
         self.web = WebStage(settings)
         self.text = TextStage(home, sessions, settings)
+        self.text.scorer = self._score
 
     @classmethod
     def open(cls, home: str | Path | None = None, db_url: str | None = None) -> Platform:
@@ -100,12 +103,14 @@ class Platform:
 
     def _run(self, entries: Iterable, source: str, root: Path | None, total: int,
              progress: bool) -> IngestReport:
-        before = self.text.pairs_written
-        report = run_ingest(self.sessions, entries, source=source, root=root,
-                            settings=self.settings, total=total, progress=progress,
-                            stages=[self.web, self.text])
-        report.near_pairs = self.text.pairs_written - before
-        return report
+        return run_ingest(self.sessions, entries, source=source, root=root,
+                          settings=self.settings, total=total, progress=progress,
+                          stages=[self.web, self.text], scorer=self._score)
+
+    def _score(self, session: Session, pairs: np.ndarray) -> int:
+        """Score candidate pairs with every signal and write them."""
+        signals = {"text": self.text.signal(), "dom": dom_signal}
+        return score_pairs(session, pairs, signals, self.settings, self.text.signer.version)
 
     # --- queries -----------------------------------------------------------------------
 

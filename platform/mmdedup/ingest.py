@@ -13,18 +13,17 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
+import numpy as np
 from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
 from .config import Settings
 from .items import Entry, InputError, LoadedItem, load_item
+from .score.pairs import EXACT_VERSION, candidate_pairs
 from .store.schema import Asset, Failure, IngestRun, Item, Pair, Signature, utcnow
-
-# Exact pairs are marked with this model version: re-signing text never touches them.
-EXACT_VERSION = "exact"
 
 # Which pair signals an exact match on each part of the content sets to 1.0.
 _SIGNALS_OF_ROLE = {"text": ("text",), "html": ("text", "dom"), "image": ("image",),
@@ -57,12 +56,18 @@ class IngestReport:
                 "near_pairs": self.near_pairs}
 
 
+# Scores candidate pairs with every signal and writes them; returns how many were written.
+Scorer = Callable[[Session, np.ndarray], int]
+
+
 class Stage(Protocol):
     """A signal computed at ingest. `on_chunk` runs inside the chunk's transaction with the
-    items that are new or changed, so their signatures and pairs commit atomically with
-    them; `after_chunk` runs between transactions (model refreshes); `finish` at the end."""
+    items that are new or changed, stores their signatures and returns candidate pairs
+    (an (n, 2) array of item pks, or None), which are scored with every signal in the same
+    transaction; `after_chunk` runs between transactions (model refreshes); `finish` at
+    the end."""
 
-    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None: ...
+    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None: ...
 
     def after_chunk(self) -> None: ...
 
@@ -79,6 +84,7 @@ def run_ingest(
     total: int | None = None,
     progress: bool = False,
     stages: Sequence[Stage] = (),
+    scorer: Scorer | None = None,
 ) -> IngestReport:
     report = IngestReport(source)
     with factory.begin() as session:
@@ -90,7 +96,7 @@ def run_ingest(
     try:
         for chunk in _chunks(entries, settings.ingest_chunk):
             with factory.begin() as session:
-                _process_chunk(session, run_pk, chunk, root, settings, report, stages)
+                _process_chunk(session, run_pk, chunk, root, settings, report, stages, scorer)
             for stage in stages:
                 stage.after_chunk()
             bar.update(len(chunk))
@@ -118,6 +124,7 @@ def _process_chunk(
     settings: Settings,
     report: IngestReport,
     stages: Sequence[Stage],
+    scorer: Scorer | None,
 ) -> None:
     loaded: list[LoadedItem] = []
     failed: list[tuple[Entry, InputError]] = []
@@ -152,8 +159,10 @@ def _process_chunk(
     if changed:
         _write_assets(session, changed)
         _write_exact_pairs(session, changed, settings, report)
-        for stage in stages:
-            stage.on_chunk(session, changed)
+        found = [c for stage in stages if (c := stage.on_chunk(session, changed)) is not None]
+        if scorer is not None and found:
+            pairs = np.concatenate(found)
+            report.near_pairs += scorer(session, candidate_pairs(pairs[:, 0], pairs[:, 1]))
 
 
 def _upsert_items(

@@ -11,31 +11,30 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-from sqlalchemy import delete, func, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from .config import Settings
 from .extract.text import TokenBatch
 from .items import LoadedItem, text_for_signals
-from .web_stage import dom_similarity
+from .score.pairs import SignalFn, candidate_pairs, existing_pairs
 from .learn.tfidf import PRIOR_VERSION, active_model, count_documents, freeze, merge_counts
-from .ingest import EXACT_VERSION
-from .store.schema import Item, Pair, Signature
+from .ingest import Scorer
+from .store.schema import Item, Signature
 from .textsig import (
     KIND,
     TOKENS_KIND,
     TextIndex,
     TextSigner,
     query_scores,
-    sign_and_pair,
+    sign_and_index,
     store_tokens,
+    text_signal,
     tokenize_texts,
     tokens_version,
 )
 
 SCAN_CHUNK = 2000
-# Signals fused with the text one for each candidate pair.
-EXTRA_SIGNALS = {"dom": dom_similarity}
 
 
 class TextStage:
@@ -45,8 +44,11 @@ class TextStage:
         self.settings = settings
         self._signer: TextSigner | None = None
         self._index: TextIndex | None = None
-        self.pairs_written = 0
+        self.scorer: Scorer | None = None  # set by the Platform: scores pairs with every signal
         self.refreshes = 0
+
+    def signal(self) -> SignalFn:
+        return text_signal(self.signer, self.settings)
 
     # --- state ---------------------------------------------------------------------------
 
@@ -64,19 +66,19 @@ class TextStage:
 
     # --- ingest --------------------------------------------------------------------------
 
-    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
+    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None:
         index = self.index(session)
         texts = [(pk, li.signal_text) for pk, li in changed]
         gone = [pk for pk, t in texts if not t.strip()]
         if gone:
             index.remove(np.asarray(gone, np.int64))
         texts = [(pk, t) for pk, t in texts if t.strip()]
-        if texts:
-            pks = np.fromiter((pk for pk, _ in texts), np.int64, len(texts))
-            tokens = tokenize_texts([t for _, t in texts])
-            store_tokens(session, pks, tokens)
-            self.pairs_written += sign_and_pair(session, pks, tokens, self.signer, index,
-                                                self.settings, EXTRA_SIGNALS)
+        if not texts:
+            return None
+        pks = np.fromiter((pk for pk, _ in texts), np.int64, len(texts))
+        tokens = tokenize_texts([t for _, t in texts])
+        store_tokens(session, pks, tokens)
+        return sign_and_index(session, pks, tokens, self.signer, index)
 
     def after_chunk(self) -> None:
         if self.needs_refresh():
@@ -115,14 +117,16 @@ class TextStage:
         self.refreshes += 1
 
     def resign_all(self) -> None:
-        """Re-sign every stored text under the active signer and rebuild its pairs."""
-        with self.sessions.begin() as session:
-            session.execute(delete(Pair).where(Pair.model_version != EXACT_VERSION))
+        """Re-sign every stored text under the active signer, then re-score its new
+        candidates together with the pairs it already had (scores move with the weights;
+        a pair that no longer reaches the weak tier is removed)."""
         self._index = TextIndex(self.folder, self.signer.version, self.settings)
         for pks, tokens in self._scan_tokens():
             with self.sessions.begin() as session:
-                self.pairs_written += sign_and_pair(session, pks, tokens, self.signer,
-                                                    self._index, self.settings, EXTRA_SIGNALS)
+                found = sign_and_index(session, pks, tokens, self.signer, self._index)
+                if self.scorer is not None:
+                    both = np.concatenate([found, existing_pairs(session, pks.tolist())])
+                    self.scorer(session, candidate_pairs(both[:, 0], both[:, 1]))
         self.finish()
 
     def _scan_tokens(self) -> Iterator[tuple[np.ndarray, TokenBatch]]:

@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-from sqlalchemy import delete, func, insert, or_, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -38,8 +37,8 @@ from .extract.text import (
 from .index.hamming import HammingIndex
 from .index.lsh import BandLSH
 from .learn.tfidf import TfidfModel
-from .score.fusion import fuse, match_kind
-from .store.schema import Pair, Signature, utcnow
+from .score.pairs import SignalFn, SignalValues
+from .store.schema import Signature, utcnow
 
 KIND = "text"
 NUM_PERM = 128
@@ -277,16 +276,10 @@ def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch) -> None:
     ])
 
 
-ExtraSignal = Callable[[Session, np.ndarray, np.ndarray], np.ndarray]
-
-
-def sign_and_pair(session: Session, pks: np.ndarray, tokens: TokenBatch, signer: TextSigner,
-                  index: TextIndex, settings: Settings,
-                  extra_signals: dict[str, ExtraSignal] | None = None) -> int:
-    """Sign items from their token sequences, store the sketches, pair them with indexed
-    items and each other, then index them. `extra_signals` give other per-pair signals
-    (NaN where absent, e.g. `dom` for two pages) fused with the text one. Returns the
-    number of pairs written."""
+def sign_and_index(session: Session, pks: np.ndarray, tokens: TokenBatch, signer: TextSigner,
+                   index: TextIndex) -> np.ndarray:
+    """Sign items from their token sequences, store the sketches, index them, and return
+    candidate pairs (n, 2) with indexed items and with each other."""
     sk = signer.sign_tokens(tokens)
     now = utcnow()
     session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks.tolist())))
@@ -300,56 +293,29 @@ def sign_and_pair(session: Session, pks: np.ndarray, tokens: TokenBatch, signer:
     pks, sk = pks[live], sk.take(live)
     index.add(pks, sk)
     q, other = index.candidates(sk)
-    a, b = pks[q], other
-    keep = a != b
-    q, a, b = q[keep], a[keep], b[keep]
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    if len(lo) == 0:
-        return 0
-    pair_keys, first = np.unique(np.stack([lo, hi], axis=1), axis=0, return_index=True)
-    q, b = q[first], np.where(a[first] == pair_keys[:, 0], pair_keys[:, 1], pair_keys[:, 0])
-    # Sketches of the other side: from this batch where it is in it, else from the store.
-    in_batch = {int(pk): i for i, pk in enumerate(pks.tolist())}
-    outside = np.array([pk for pk in np.unique(b).tolist() if pk not in in_batch], np.int64)
-    stored_pks, stored = load_sketches(session, outside, signer.version)
-    stored_pos = {int(pk): i for i, pk in enumerate(stored_pks.tolist())}
-    rows, source = [], []
-    for pk in b.tolist():
-        if pk in in_batch:
-            rows.append(in_batch[pk]); source.append(0)
-        else:
-            rows.append(stored_pos.get(pk, -1)); source.append(1)
-    rows_a, src = np.asarray(rows, np.int64), np.asarray(source, np.int8)
-    valid = rows_a >= 0
-    merged = _concat(sk, stored)
-    other_rows = np.where(src == 0, rows_a, len(pks) + rows_a)[valid]
-    sims = similarity(sk.take(q[valid]), merged.take(other_rows))
-    text = calibrate(sims["raw"], settings)
-    pair_keys = pair_keys[valid]
-    extra = {name: fn(session, pair_keys[:, 0], pair_keys[:, 1]) for name, fn in (extra_signals or {}).items()}
-    existing = {(r[0], r[1]) for r in session.execute(select(Pair.a_pk, Pair.b_pk).where(
-        or_(Pair.a_pk.in_(pks.tolist()), Pair.b_pk.in_(pks.tolist()))))}
-    records = []
-    for i, (lo_pk, hi_pk) in enumerate(pair_keys.tolist()):
-        if (lo_pk, hi_pk) in existing:
-            continue
-        signals = {"text": round(float(text[i]), 4)}
-        signals.update({name: round(float(v[i]), 4) for name, v in extra.items() if not np.isnan(v[i])})
-        score = fuse(signals, settings.fusion_weights)
-        tier = settings.tier(score)
-        if tier is None:
-            continue
-        records.append({
-            "a_pk": lo_pk, "b_pk": hi_pk, "score": score, "tier": tier,
-            "kind": match_kind(signals, settings.tier_strong), "signals": signals,
-            "details": {"text": {"wjaccard": round(float(sims["wjaccard"][i]), 4),
-                                 "jaccard": round(float(sims["jaccard"][i]), 4),
-                                 "simhash_bits": int(sims["simhash_bits"][i])}},
-            "model_version": signer.version[-64:], "updated_at": now,
-        })
-    if records:
-        session.execute(insert(Pair), records)
-    return len(records)
+    return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
+
+
+def text_signal(signer: TextSigner, settings: Settings) -> SignalFn:
+    """The `text` signal of pairs, from the stored sketches of the signer's version."""
+
+    def signal(session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
+        pks, sketches = load_sketches(session, np.concatenate([a, b]), signer.version)
+        pos = {pk: i for i, pk in enumerate(pks.tolist())}
+        ra = np.array([pos.get(pk, -1) for pk in a.tolist()], np.int64)
+        rb = np.array([pos.get(pk, -1) for pk in b.tolist()], np.int64)
+        have = (ra >= 0) & (rb >= 0)
+        values = np.full(len(a), np.nan)
+        details = {"wjaccard": np.zeros(len(a)), "jaccard": np.zeros(len(a)),
+                   "simhash_bits": np.zeros(len(a), np.int64)}
+        if have.any():
+            sims = similarity(sketches.take(ra[have]), sketches.take(rb[have]))
+            values[have] = calibrate(sims["raw"], settings)
+            for key in details:
+                details[key][have] = sims[key]
+        return SignalValues(values, details)
+
+    return signal
 
 
 def _concat(a: TextSketches, b: TextSketches) -> TextSketches:

@@ -20,6 +20,7 @@ from .config import Settings
 from .extract.minhash import jaccard
 from .extract.web import DOM_VERSION, BlockStats, block_hashes, dom_sketch, drop_repeated
 from .items import LoadedItem
+from .score.pairs import SignalValues
 from .store.db import add_counts
 from .store.schema import Item, Signature, WebBlock, WebSite, utcnow
 
@@ -38,6 +39,8 @@ class WebStage:
         self.settings = settings
 
     def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
+        """Clean and store page texts and DOM sketches; pages propose no candidates of
+        their own (a shared template is no evidence of duplication)."""
         pages = [(pk, li) for pk, li in changed if li.page is not None]
         if not pages:
             return
@@ -92,11 +95,11 @@ class WebStage:
         ])
 
 
-def dom_similarity(session: Session, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def dom_signal(session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
     """DOM similarity of each pair (a[i], b[i]); NaN where either item has no page."""
     out = np.full(len(a), np.nan)
     if len(a) == 0:
-        return out
+        return SignalValues(out)
     wanted = np.unique(np.concatenate([a, b])).tolist()
     rows = {}
     for start in range(0, len(wanted), 5000):
@@ -109,4 +112,4 @@ def dom_similarity(session: Session, a: np.ndarray, b: np.ndarray) -> np.ndarray
         sig_a = np.stack([rows[int(x)] for x in a[have].tolist()])
         sig_b = np.stack([rows[int(y)] for y in b[have].tolist()])
         out[have] = jaccard(sig_a, sig_b)
-    return out
+    return SignalValues(out)

@@ -185,10 +185,13 @@ def en_docs() -> list[list[str]]:
     from pydoc_data.topics import topics
 
     docs = []
+    seen: set[str] = set()  # the topics quote each other: each sentence serves one text only
     for key in sorted(topics):
         text = re.sub(r"\s+", " ", re.sub(r"\n\s*\n", " \u2029 ", topics[key]))
         sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", text.replace("\u2029", "")) if
                      len(s.split()) > 3]
+        sentences = [s for s in sentences if s not in seen]
+        seen.update(sentences)
         if 8 <= len(sentences):
             docs.append(sentences[:20])
     return docs
