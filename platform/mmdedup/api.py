@@ -30,6 +30,10 @@ from .score.cluster import accepted_edges, components
 from .score.pairs import score_pairs
 from .text_stage import TextStage
 from .web_stage import WebStage, dom_signal
+from .image_stage import ImageStage, image_signal
+from .extract.image import image_codes
+from .extract.web import extract_page
+from .score.fusion import fuse
 from .extract.text import text_hash
 from .store.db import open_store, resolve_url
 from .store.schema import Asset, Failure, IngestRun, Label, Pair, Signature
@@ -49,6 +53,7 @@ class Platform:
         self.sessions = sessions
         self.settings = settings
         self.web = WebStage(settings)
+        self.image = ImageStage(home, sessions, settings)
         self.text = TextStage(home, sessions, settings)
         self.text.scorer = self._score
 
@@ -105,36 +110,57 @@ class Platform:
              progress: bool) -> IngestReport:
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
-                          stages=[self.web, self.text], scorer=self._score)
+                          stages=[self.web, self.image, self.text], scorer=self._score)
 
     def _score(self, session: Session, pairs: np.ndarray) -> int:
         """Score candidate pairs with every signal and write them."""
-        signals = {"text": self.text.signal(), "dom": dom_signal}
+        signals = {"text": self.text.signal(), "image": image_signal(self.settings),
+                   "dom": dom_signal}
         return score_pairs(session, pairs, signals, self.settings, self.text.signer.version)
 
     # --- queries -----------------------------------------------------------------------
 
-    def query(self, text: str, k: int = 10, min_score: float = 0.0) -> list[dict[str, Any]]:
-        """The stored items nearest to `text`, best first, without ingesting anything:
-        [{"id", "score", "signals": {"text": score}, "details": {...}}]."""
-        if not text or not text.strip():
+    def query(self, text: str | None = None, *, image: str | Path | bytes | None = None,
+              html: str | Path | bytes | None = None, k: int = 10,
+              min_score: float = 0.0) -> list[dict[str, Any]]:
+        """The stored items nearest to a text, a picture or a page (or several at once),
+        best first, without ingesting anything: [{"id", "score", "signals", "details"}].
+        Each given modality is scored against the stored items' same signal and the
+        per-signal scores are fused as for pairs."""
+        if html is not None:
+            page = extract_page(_read(html), max_chars=self.settings.max_page_chars,
+                                max_depth=self.settings.max_page_depth)
+            text = "\n".join(t for t in (text, page.text) if t and t.strip())
+        if text is not None and not text.strip():
             raise ValueError("the query text is empty")
-        found = self.text.query([text])[0]
+        if text is None and image is None:
+            raise ValueError("give a text, an image or a page to query with")
+        signals: dict[int, dict[str, float]] = {}
+        details: dict[int, dict[str, float]] = {}
+        if text is not None:
+            for pk, sims in self.text.query([text])[0].items():
+                signals.setdefault(pk, {})["text"] = sims.pop("text")
+                details[pk] = sims
+            with self.sessions() as session:
+                for pk in session.scalars(select(ItemRow.pk).where(ItemRow.text_hash == text_hash(text))):
+                    signals.setdefault(pk, {})["text"] = 1.0
+                    details.pop(pk, None)
+        if image is not None:
+            codes = image_codes([_read(image)], self.settings.max_image_pixels)
+            if codes.errors[0] is not None:
+                raise ValueError(f"the query image cannot be read: {codes.errors[0]}")
+            for pk, score in self.image.query(codes).items():
+                signals.setdefault(pk, {})["image"] = score
+        scored = sorted(((fuse(sig, self.settings.fusion_weights), pk) for pk, sig in signals.items()),
+                        key=lambda sp: (-sp[0], sp[1]))
+        scored = [(score, pk) for score, pk in scored if score >= min_score][:k]
         with self.sessions() as session:
-            exact = session.scalars(select(ItemRow.pk).where(ItemRow.text_hash == text_hash(text))).all()
-            for pk in exact:
-                found[pk] = {"text": 1.0}
             ids = dict(session.execute(select(ItemRow.pk, ItemRow.id).where(
-                ItemRow.pk.in_(list(found)))).all())
-        ranked = sorted(found.items(), key=lambda kv: (-kv[1]["text"], kv[0]))
-        out = []
-        for pk, sims in ranked:
-            if sims["text"] < min_score or len(out) >= k:
-                continue
-            out.append({"id": ids[pk], "score": round(sims["text"], 4),
-                        "signals": {"text": round(sims["text"], 4)},
-                        "details": {key: round(v, 4) for key, v in sims.items() if key != "text"}})
-        return out
+                ItemRow.pk.in_([pk for _, pk in scored]))).all())
+        return [{"id": ids[pk], "score": round(score, 4),
+                 "signals": {name: round(v, 4) for name, v in signals[pk].items()},
+                 "details": {key: round(v, 4) for key, v in details.get(pk, {}).items()}}
+                for score, pk in scored]
 
     # --- results -----------------------------------------------------------------------
 
@@ -231,6 +257,15 @@ class Platform:
             if decision != "unsure":
                 latest[(a, b)] = decision
         return latest
+
+
+def _read(source: str | Path | bytes) -> bytes:
+    if isinstance(source, bytes):
+        return source
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"no file at {path}")
+    return path.read_bytes()
 
 
 def default_reviewer() -> str:

@@ -53,8 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="include failures a rerun resolved")
     p.add_argument("--format", choices=("table", "jsonl"), default="table")
 
-    p = sub.add_parser("query", help="nearest stored items to a text, without ingesting it")
-    p.add_argument("--text", required=True)
+    p = sub.add_parser("query", help="nearest stored items to a text, picture or page, "
+                                        "without ingesting it")
+    p.add_argument("--text")
+    p.add_argument("--image", help="path of a picture")
+    p.add_argument("--html", help="path of a web page")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--min-score", type=float, default=0.0)
     p.add_argument("--format", choices=("json", "table"), default="json")
@@ -130,7 +133,8 @@ def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
-    results = platform.query(args.text, k=args.k, min_score=args.min_score)
+    results = platform.query(args.text, image=args.image, html=args.html, k=args.k,
+                             min_score=args.min_score)
     if args.format == "json":
         print(json.dumps(results, ensure_ascii=False))
     else:

@@ -57,6 +57,12 @@ class Settings:
     tfidf_min_docs: int = 200
     tfidf_refresh_growth: float = 4.0
 
+    # Image signal: pHash distance in bits -> score (different photos are at least 14 bits
+    # apart in the benchmark, so 12 bits is the medium tier); candidates within this radius.
+    image_calibration: tuple[tuple[float, float], ...] = (
+        (0.0, 1.0), (4.0, 0.95), (8.0, 0.9), (12.0, 0.8), (14.0, 0.6), (24.0, 0.2), (32.0, 0.0))
+    image_radius: int = 12
+
     fusion_weights: dict[str, float] = field(
         default_factory=lambda: {"text": 0.5, "image": 0.3, "dom": 0.2}
     )

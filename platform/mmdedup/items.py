@@ -7,17 +7,14 @@ and a sentence for people; the ingest records it and goes on with the rest of th
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from PIL import Image, UnidentifiedImageError
-
 from .config import Settings
 from .extract.text import text_hash
+from .extract.image import ImageCodes, image_codes
 from .extract.web import PageError, PageSignals, extract_page
 
 TEXT_EXTENSIONS = {".txt", ".md", ".text"}
@@ -129,6 +126,7 @@ class LoadedItem:
     page: PageSignals | None = None
     # The page's main text once blocks repeated across its site are dropped (set at ingest).
     main_text: str | None = None
+    images: ImageCodes | None = None
 
     @property
     def signal_text(self) -> str:
@@ -284,25 +282,6 @@ def read_text_file(path: Path, settings: Settings) -> str:
         raise InputError("invalid_utf8", f"{path.name}: not valid UTF-8 at byte {exc.start}") from exc
 
 
-def check_image(data: bytes, rel: str, settings: Settings) -> None:
-    """Refuse non-images and decompression bombs before any extractor decodes the pixels."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as im:
-                width, height = im.size
-                if width * height > settings.max_image_pixels:
-                    raise InputError("too_large", f"{rel}: {width}x{height} pixels, over the "
-                                     f"limit of {settings.max_image_pixels}")
-                im.verify()
-    except InputError:
-        raise
-    except Image.DecompressionBombError as exc:
-        raise InputError("too_large", f"{rel}: {exc}") from exc
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise InputError("not_an_image", f"{rel}: not a readable image ({exc})") from exc
-
-
 def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
     """Read and check every file the item names and compute its exact-duplicate keys."""
     if item.text is not None and len(item.text) > settings.max_text_chars:
@@ -316,11 +295,18 @@ def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
         path = resolve_path(rel, root)
         data = read_file(path, rel, settings)
         ext = path.suffix.lower()
-        if role == "image":
-            check_image(data, rel, settings)
         media_type = MEDIA_TYPES.get(ext, "application/octet-stream")
         assets.append(LoadedAsset(role, position, rel, path, hashlib.sha256(data).hexdigest(),
                                   len(data), media_type, data))
+    images = None
+    pictures = [a for a in assets if a.role == "image"]
+    if pictures:
+        # Decoding here (not in a later stage) lets a bad picture fail its item with a
+        # reason before anything is written.
+        images = image_codes([a.data for a in pictures], settings.max_image_pixels)
+        for asset, error in zip(pictures, images.errors):
+            if error is not None:
+                raise InputError(error.reason, f"{asset.path}: {error.detail}")
     page = None
     html = next((a for a in assets if a.role == "html"), None)
     if html is not None:
@@ -340,7 +326,7 @@ def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
     fingerprint = _sha256(json.dumps(
         [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]],
         sort_keys=True, ensure_ascii=False, default=str))
-    return LoadedItem(item, assets, body_hash, content_key, fingerprint, page)
+    return LoadedItem(item, assets, body_hash, content_key, fingerprint, page, images=images)
 
 
 def _sha256(text: str) -> str:

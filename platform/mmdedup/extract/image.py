@@ -1,0 +1,496 @@
+"""Images: bytes -> a clean RGB picture -> 64-bit perceptual codes, and codes -> similarity.
+
+Posts reuse pictures re-compressed, resized, cropped, mirrored, padded or watermarked. A
+64-bit pHash (the DCT of a 32x32 grey thumbnail, its 8x8 lowest frequencies compared with
+their median) survives re-compression, resizing, brightness, greyscale and small overlays,
+and compares with one XOR and a popcount, so it is the image code the store indexes. What it
+does not survive is handled around it, each step kept only because the image bench
+(scripts/bench/image_quality.py, docs/benchmarks.md) showed it pays:
+
+- uniform borders (padding, letterbox bars) move every DCT coefficient: `trim_borders`
+  cuts them off before hashing, on both sides of a comparison;
+- a mirrored or rotated copy is a different pHash: the store keeps ONE code per image (the
+  picture as posted) and the query is hashed eight ways (`dihedral_codes`, the flips and
+  quarter turns), so the index stays one row per image and only queries pay, 8 lookups;
+- a crop shifts and rescales the content, and a rotation's corners or a corner logo
+  change the edges: a second code of the picture's centre (`CENTRE_FRACTION` of each
+  side) lands closer to a cropped copy's full frame than the full frame does, and two
+  copies that lost different edges still share their centres (`image_distance`). In the
+  bench it lifts recall on 5% crops from 0.81 to 0.95, 12% crops 0.19 -> 0.48, 3-degree
+  rotations 0.71 -> 0.95 and watermarks 0.71 -> 0.90, with no false match added;
+- dHash (brightness gradients of a 9x8 thumbnail) is computed and stored as a second,
+  independent code for review and for later use, but is not part of the signal: in the
+  bench it brings different photos to 8 bits apart, and confirming borderline pHash
+  distances with it found one more watermarked copy of 231, not worth a second rule.
+  PDQ (Meta's 256-bit hash, pdqhash on PyPI, builds from source) was measured too and
+  did worse than pHash on every edit of the bench, so it is not used.
+
+Everything here is pure and batch-first: a list of encoded images in, uint64 arrays out.
+Decoding is the only per-image step (Pillow, bounded by a pixel limit checked before any
+pixel is decoded); thumbnails of the whole batch are hashed together in numpy, and the
+pHash bits are exactly imagehash's `phash` (tests hold them to it). A bad image never
+stops the batch: its row carries an `ImageError` with a short machine-readable reason.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import scipy.fftpack
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from ..config import Settings
+from .simhash import hamming
+
+# Decoding limits. The ingest passes Settings.max_image_pixels; this default is the same.
+MAX_IMAGE_PIXELS = 64_000_000
+# Pictures are reduced to at most this many pixels a side before trimming and hashing: the
+# codes read 32x32 and 9x8 thumbnails, and a 12-megapixel photo costs 30x more to trim than
+# one of 1024 px while hashing the same. JPEGs are decoded straight to that size (draft).
+WORK_SIDE = 1024
+
+# Border trimming (see border_box): a row or column at an edge is border while at least
+# TRIM_SHARE of its pixels lie within TRIM_TOLERANCE (per channel, 0..255) of that edge's
+# colour; then up to TRIM_FRINGE lines of looser agreement: JPEG ringing where the bar
+# meets the picture, which chroma subsampling spreads over a 16-pixel block.
+TRIM_TOLERANCE = 6
+TRIM_SHARE = 0.99
+TRIM_FRINGE = 8
+TRIM_FRINGE_TOLERANCE = 32
+TRIM_FRINGE_SHARE = 0.9
+TRIM_MIN_SIDE = 8  # a trim that would leave fewer pixels than this on a side is not done
+
+# The centre code hashes the middle CENTRE_FRACTION of each side of the trimmed picture.
+CENTRE_FRACTION = 0.8
+CENTRE_PENALTY = 2  # bits added to a centre-to-centre distance (see image_distance)
+
+HASH_SIZE = 8  # 8x8 bits = 64
+PHASH_SIDE = HASH_SIZE * 4  # imagehash's highfreq_factor=4: a 32x32 thumbnail
+
+# The eight symmetries of the square, in the order of the columns of ImageCodes' arrays,
+# with the PIL transpose that produces each from the picture as posted (None: itself).
+DIHEDRAL = ("identity", "mirror", "flip", "rot180", "transpose", "rot90", "rot270", "transverse")
+PIL_DIHEDRAL = (
+    None,
+    Image.Transpose.FLIP_LEFT_RIGHT,
+    Image.Transpose.FLIP_TOP_BOTTOM,
+    Image.Transpose.ROTATE_180,
+    Image.Transpose.TRANSPOSE,
+    Image.Transpose.ROTATE_90,
+    Image.Transpose.ROTATE_270,
+    Image.Transpose.TRANSVERSE,
+)
+
+# Hamming distance (0..64, as image_distance computes it) -> score on fusion's common 0..1
+# scale, interpolated linearly between these points. In the bench, different photographs
+# are 14 or more bits apart (1% of pairs at 18 or under), and every resized, re-compressed,
+# mirrored, brightened, greyed or padded copy is within 8 bits, most crops, rotations and
+# watermarks within 12. So 8 bits is strong (merged), 12 medium (review), 13 weak, and
+# 14, where different photos begin, is under every tier.
+# TODO(config): the ingest should pass Settings' value once config.py carries it.
+# Distance -> score and the match radius are settings (config.py); these are their defaults.
+IMAGE_CALIBRATION = Settings.image_calibration
+# Distances at or under this are image duplicates in the bench's precision/recall tables.
+MATCH_DISTANCE = Settings.image_radius
+
+IMAGE_VERSION = (
+    f"img1-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
+    f"+centre{CENTRE_FRACTION:g}p{CENTRE_PENALTY}"
+    f"-trim{TRIM_TOLERANCE}/{TRIM_SHARE:g}+{TRIM_FRINGE}@{TRIM_FRINGE_TOLERANCE}/{TRIM_FRINGE_SHARE:g}"
+    f"-work{WORK_SIDE}-d8query"
+)
+
+
+class ImageError(ValueError):
+    """An image we cannot read, with a short `reason` ("not_an_image", "too_large",
+    "corrupt_image", "unsupported_image") the ingest records per item, and a human
+    `detail`."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+# --------------------------------------------------------------------------------------
+# Decoding
+# --------------------------------------------------------------------------------------
+
+
+def load_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS, *,
+               draft_side: int | None = None) -> Image.Image:
+    """Decode one encoded image to an upright 8-bit RGB picture, or raise `ImageError`.
+
+    The canvas size is read from the header and refused over `max_pixels` before any pixel
+    is decoded, so a small file declaring a huge canvas (a decompression bomb) costs
+    nothing. Then: the first frame of an animation (what a feed shows as the still), the
+    EXIF orientation applied (a phone's sideways JPEG is the upright photo), transparency
+    flattened onto white (how pages show it), and every mode brought to RGB by its meaning,
+    not its bytes (16-bit and float greys scaled, not clipped; palettes and CMYK converted).
+    `draft_side` lets JPEGs decode directly at a reduced scale no smaller than that.
+    """
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise TypeError(f"image must be bytes, not {type(data).__name__}")
+    if len(data) == 0:
+        raise ImageError("not_an_image", "the data is empty (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            im = Image.open(io.BytesIO(bytes(data)))
+            width, height = im.size
+            if width <= 0 or height <= 0:
+                raise ImageError("corrupt_image", f"{width}x{height} canvas")
+            if width * height > max_pixels:
+                raise ImageError("too_large", f"{width}x{height} pixels, over the limit of "
+                                 f"{max_pixels}")
+            # Pillow opens an animation (GIF, APNG, WebP) at its first frame; asking for
+            # n_frames would walk every frame of a possibly hostile file, so we do not.
+            if draft_side and im.format == "JPEG" and im.mode in ("RGB", "L", "CMYK"):
+                im.draft(im.mode, (draft_side, draft_side))
+            im.load()
+    except ImageError:
+        raise
+    except UnidentifiedImageError as exc:
+        raise ImageError("not_an_image", f"not a recognised image format ({exc})") from exc
+    except Image.DecompressionBombError as exc:
+        raise ImageError("too_large", str(exc)) from exc
+    except MemoryError as exc:
+        raise ImageError("too_large", "not enough memory to decode the image") from exc
+    except Exception as exc:  # noqa: BLE001 - Pillow's plugins raise many types on bad bytes
+        raise ImageError("corrupt_image", f"{type(exc).__name__}: {exc}") from exc
+    try:
+        im = _upright(im)
+        return _to_rgb(im)
+    except ImageError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise ImageError("unsupported_image", f"mode {im.mode}: {type(exc).__name__}: {exc}") from exc
+
+
+def _upright(im: Image.Image) -> Image.Image:
+    """The EXIF orientation applied; an unreadable EXIF block leaves the picture as stored."""
+    try:
+        return ImageOps.exif_transpose(im)
+    except Exception:  # noqa: BLE001 - malformed EXIF must not cost the picture
+        return im
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    mode = im.mode
+    if mode == "RGB":
+        return im
+    if mode in ("I;16", "I;16L", "I;16B", "I;16N", "I", "F"):
+        return Image.fromarray(_scale_to_u8(np.asarray(im)), "L").convert("RGB")
+    if mode == "P":
+        im = im.convert("RGBA" if "transparency" in im.info else "RGB")
+    elif mode == "PA":
+        im = im.convert("RGBA")
+    elif mode in ("LA", "La", "RGBa"):
+        im = im.convert("RGBA")
+    if im.mode == "RGBA":
+        white = Image.new("RGBA", im.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, im).convert("RGB")
+    # 1, L, CMYK, YCbCr, LAB, HSV and whatever else Pillow can convert.
+    return im.convert("RGB")
+
+
+def _scale_to_u8(arr: np.ndarray) -> np.ndarray:
+    """Grey values of any depth to 0..255 by their evident range: 0..1 floats, 8-bit values
+    stored wide, 16-bit values, else the image's own min..max."""
+    a = np.nan_to_num(arr.astype(np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    lo, hi = (float(a.min()), float(a.max())) if a.size else (0.0, 0.0)
+    if lo >= 0.0 and hi <= 1.0 and arr.dtype.kind == "f":
+        a = a * 255.0
+    elif lo >= 0.0 and hi <= 255.0:
+        pass
+    elif lo >= 0.0 and hi <= 65535.0:
+        a = a / 257.0
+    else:
+        a = (a - lo) * (255.0 / (hi - lo)) if hi > lo else np.zeros_like(a)
+    return np.clip(np.rint(a), 0, 255).astype(np.uint8)
+
+
+# --------------------------------------------------------------------------------------
+# Borders
+# --------------------------------------------------------------------------------------
+
+
+def border_box(img: Image.Image, tolerance: int = TRIM_TOLERANCE, share: float = TRIM_SHARE,
+               fringe: int = TRIM_FRINGE) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the picture inside its uniform borders.
+
+    Each edge has its own border colour (the median of its outermost row or column), so
+    black letterbox bars above and white padding to the sides are both found. A side is
+    cut inward while its rows (columns) stay within `tolerance` of that colour in at least
+    `share` of their pixels: tight, because a natural flat background (a wall, a sky, a
+    microscope slide) drifts in brightness where padding does not, and trimming such a
+    background by different amounts in two copies would cost more bits than it saves.
+    Where a border was found, up to `fringe` more lines go while they are within
+    TRIM_FRINGE_TOLERANCE in TRIM_FRINGE_SHARE of their pixels: the JPEG ringing and
+    resampling blur where the bar meets the picture. When the cut would leave fewer than
+    TRIM_MIN_SIDE pixels (a blank or nearly blank picture), the whole frame is kept:
+    trimming never empties.
+    """
+    arr = np.asarray(img.convert("L"), dtype=np.int16)
+    h, w = arr.shape
+    full = (0, 0, w, h)
+    if h < TRIM_MIN_SIDE or w < TRIM_MIN_SIDE:
+        return full
+
+    def leading(flags: np.ndarray) -> int:
+        return len(flags) if flags.all() else int(np.argmin(flags))
+
+    def within(lines: np.ndarray, edge: np.ndarray, tol: int, need: float) -> np.ndarray:
+        return (np.abs(lines - edge) <= tol).mean(axis=1) >= need
+
+    def run(lines: np.ndarray) -> int:
+        # lines: (k, m) from the edge inward (a view); how many lead as border. Read in
+        # growing chunks: most pictures have no border and stop at the first line.
+        edge = np.median(lines[0])
+        n, chunk = 0, 4
+        while n < len(lines):
+            lead = leading(within(lines[n : n + chunk], edge, tolerance, share))
+            n += lead
+            if lead < chunk:
+                break
+            chunk *= 2
+        if 0 < n < len(lines):
+            n += leading(within(lines[n : n + fringe], edge, TRIM_FRINGE_TOLERANCE,
+                                TRIM_FRINGE_SHARE))
+        return min(n, len(lines))
+
+    cols = arr.T
+    top, bottom, left, right = run(arr), run(arr[::-1]), run(cols), run(cols[::-1])
+    if h - top - bottom < TRIM_MIN_SIDE or w - left - right < TRIM_MIN_SIDE:
+        return full
+    return (left, top, w - right, h - bottom)
+
+
+def trim_borders(img: Image.Image, tolerance: int = TRIM_TOLERANCE,
+                 share: float = TRIM_SHARE) -> Image.Image:
+    """The picture without its uniform borders (padding, letterbox bars); see `border_box`."""
+    box = border_box(img, tolerance, share)
+    return img if box == (0, 0, *img.size) else img.crop(box)
+
+
+def centre_region(img: Image.Image, fraction: float = CENTRE_FRACTION) -> Image.Image:
+    """The middle `fraction` of each side: what a crop of the picture's edges leaves."""
+    w, h = img.size
+    cw, ch = max(1, round(w * fraction)), max(1, round(h * fraction))
+    left, top = (w - cw) // 2, (h - ch) // 2
+    return img.crop((left, top, left + cw, top + ch))
+
+
+def prepare(img: Image.Image, work_side: int = WORK_SIDE) -> Image.Image:
+    """What the codes are computed from: reduced to about `work_side`, borders trimmed."""
+    factor = max(img.size) // work_side
+    if factor >= 2:
+        img = img.reduce(factor)
+    return trim_borders(img)
+
+
+# --------------------------------------------------------------------------------------
+# Codes
+# --------------------------------------------------------------------------------------
+
+
+def _dihedral(p: np.ndarray, pt: np.ndarray) -> np.ndarray:
+    """(n, 8, ...) stack of the eight symmetries, in DIHEDRAL order, of thumbnails `p`
+    (n, h, w) given also `pt` (n, w, h): the thumbnails of the transposed pictures.
+
+    `pt` is passed separately so a non-square thumbnail (dHash's 9x8) is resized in its own
+    orientation; for pHash's square one it is simply p transposed. Resizing commutes with
+    flips, so flipping a thumbnail equals thumbnailing the flipped picture (up to rounding).
+    """
+    return np.stack([
+        p, p[:, :, ::-1], p[:, ::-1, :], p[:, ::-1, ::-1],
+        pt, pt[:, ::-1, :], pt[:, :, ::-1], pt[:, ::-1, ::-1],
+    ], axis=1)
+
+
+def _pack_bits(bits: np.ndarray) -> np.ndarray:
+    """(..., 8, 8) booleans -> (...) uint64, first bit the most significant: the same integer
+    as int(str(imagehash.ImageHash), 16)."""
+    flat = bits.reshape(*bits.shape[:-2], 64)
+    packed = np.packbits(flat, axis=-1)  # (..., 8) uint8, big-endian bit order
+    return packed.view(">u8")[..., 0].astype(np.uint64)
+
+
+def _phash_bits(thumbs: np.ndarray) -> np.ndarray:
+    """pHash bits of (..., 32, 32) grey thumbnails, as imagehash.phash computes them."""
+    dct = scipy.fftpack.dct(scipy.fftpack.dct(thumbs, axis=-2), axis=-1)
+    low = dct[..., :HASH_SIZE, :HASH_SIZE]
+    med = np.median(low.reshape(*low.shape[:-2], -1), axis=-1)
+    return low > med[..., None, None]
+
+
+def _grey_thumb(grey: Image.Image, size: tuple[int, int]) -> np.ndarray:
+    return np.asarray(grey.resize(size, Image.Resampling.LANCZOS))
+
+
+def phash_codes(grey: Sequence[Image.Image]) -> np.ndarray:
+    """uint64 (n, 8): the pHash of each grey picture under the eight symmetries."""
+    if not grey:
+        return np.zeros((0, 8), np.uint64)
+    p = np.stack([_grey_thumb(g, (PHASH_SIDE, PHASH_SIDE)) for g in grey]).astype(np.float64)
+    return _pack_bits(_phash_bits(_dihedral(p, p.transpose(0, 2, 1))))
+
+
+def dhash_codes(grey: Sequence[Image.Image]) -> np.ndarray:
+    """uint64 (n, 8): the dHash (imagehash.dhash: is each pixel of a 9x8 thumbnail brighter
+    than its left neighbour) of each grey picture under the eight symmetries."""
+    if not grey:
+        return np.zeros((0, 8), np.uint64)
+    a = np.stack([_grey_thumb(g, (HASH_SIZE + 1, HASH_SIZE)) for g in grey]).astype(np.int16)
+    b = np.stack([_grey_thumb(g, (HASH_SIZE, HASH_SIZE + 1)) for g in grey]).astype(np.int16)
+    # The transposed pictures' 9x8 thumbnails are the 8x9 ones transposed; flips keep every
+    # grid 9 wide, and each pixel is then compared with its left neighbour.
+    d = _dihedral(a, b.transpose(0, 2, 1))
+    return _pack_bits(d[..., 1:] > d[..., :-1])
+
+
+def dihedral_codes(img: Image.Image) -> np.ndarray:
+    """uint64 (8,): the pHash of one prepared picture under the eight symmetries of the
+    square (DIHEDRAL order; column 0 is the picture itself, the code the store keeps).
+
+    A query is hashed these eight ways and compared with the one stored code per image, so
+    a mirrored or quarter-turned repost is found without storing eight codes per image."""
+    return phash_codes([img.convert("L")])[0]
+
+
+@dataclass
+class ImageCodes:
+    """Codes of a batch of images, row i for image i.
+
+    Each array is uint64 (n, 8): column 0 is the code of the picture as given, the one the
+    store keeps and indexes (`stored`); columns 1..7 are the same code of its mirrored and
+    rotated variants (DIHEDRAL order), which only queries use. Rows whose image failed
+    carry zeros and their `ImageError` in `errors`; `ok` masks them out.
+    """
+
+    phash: np.ndarray
+    dhash: np.ndarray
+    centre: np.ndarray  # pHash of the central CENTRE_FRACTION of the trimmed picture
+    errors: list[ImageError | None] = field(default_factory=list)
+    version: str = IMAGE_VERSION
+
+    @property
+    def ok(self) -> np.ndarray:
+        return np.array([e is None for e in self.errors], dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.phash)
+
+    def stored(self) -> np.ndarray:
+        """uint64 (n, 3): phash, dhash, centre of each picture as given: the stored row."""
+        return np.stack([self.phash[:, 0], self.dhash[:, 0], self.centre[:, 0]], axis=1)
+
+    def pack(self, i: int) -> bytes:
+        """The stored codes of image i, 24 bytes little-endian (phash, dhash, centre)."""
+        return self.stored()[i].astype("<u8").tobytes()
+
+    @classmethod
+    def unpack(cls, blobs: list[bytes]) -> ImageCodes:
+        """Stored rows back as ImageCodes; only column 0 is known, the variants repeat it."""
+        raw = np.frombuffer(b"".join(blobs), dtype="<u8").reshape(len(blobs), 3).astype(np.uint64)
+        cols = [np.repeat(raw[:, k : k + 1], 8, axis=1) for k in range(3)]
+        return cls(*cols, errors=[None] * len(blobs))
+
+    def take(self, rows) -> ImageCodes:
+        rows = np.asarray(rows)
+        return ImageCodes(self.phash[rows], self.dhash[rows], self.centre[rows],
+                          [self.errors[int(r)] for r in np.atleast_1d(rows)], self.version)
+
+
+def codes_of(images: Sequence[Image.Image | None],
+             errors: list[ImageError | None] | None = None) -> ImageCodes:
+    """Codes of decoded RGB pictures (None for a failed one); the pictures are prepared
+    (reduced, trimmed) here. `image_codes` is the entry point for encoded bytes."""
+    n = len(images)
+    errors = list(errors) if errors is not None else [None] * n
+    good = [i for i, im in enumerate(images) if im is not None and errors[i] is None]
+    grey, centre = [], []
+    for i in good:
+        try:
+            g = prepare(images[i]).convert("L")
+        except Exception as exc:  # noqa: BLE001 - a decoded picture can still fail lazily
+            errors[i] = ImageError("corrupt_image", f"{type(exc).__name__}: {exc}")
+            continue
+        grey.append(g)
+        centre.append(centre_region(g, CENTRE_FRACTION))
+    good = [i for i in good if errors[i] is None]
+    out = [np.zeros((n, 8), np.uint64) for _ in range(3)]
+    if good:
+        out[0][good] = phash_codes(grey)
+        out[1][good] = dhash_codes(grey)
+        out[2][good] = phash_codes(centre)
+    return ImageCodes(*out, errors=errors)
+
+
+def image_codes(images: list[bytes], max_pixels: int = MAX_IMAGE_PIXELS) -> ImageCodes:
+    """Codes of a batch of encoded images; a bad one gets its error, the rest go on."""
+    pictures: list[Image.Image | None] = []
+    errors: list[ImageError | None] = []
+    for data in images:
+        try:
+            pictures.append(load_image(data, max_pixels, draft_side=WORK_SIDE))
+            errors.append(None)
+        except ImageError as exc:
+            pictures.append(None)
+            errors.append(exc)
+    return codes_of(pictures, errors)
+
+
+# --------------------------------------------------------------------------------------
+# Comparing
+# --------------------------------------------------------------------------------------
+
+
+def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True) -> np.ndarray:
+    """int (nq, ns): the distance between query image i and stored image j, in bits.
+
+    The smallest Hamming distance over the query's eight dihedral variants and, with
+    `centre`, over the pairings of full and centre codes: full-full; full-centre and
+    centre-full (one side is a crop of the other: the cropped copy's full frame is nearest
+    the original's centre, whichever was stored first); centre-centre plus CENTRE_PENALTY
+    (both sides lost their edges to different edits, a rotation's corners or a corner
+    logo; the centre sees 64% of the picture, so its bits are weaker evidence, and without
+    the penalty it is the one pairing that brings different photos under the threshold in
+    the bench). Rows or columns of failed images are 64. Only the stored pictures' column
+    0 is read: the store keeps nothing else."""
+    sp, sc = stored.phash[:, 0], stored.centre[:, 0]
+
+    def best(qa: np.ndarray, sa: np.ndarray) -> np.ndarray:
+        return hamming(qa[:, None, :], sa[None, :, None]).min(axis=2).astype(np.int64)
+
+    dist = best(query.phash, sp)
+    if centre:
+        dist = np.minimum.reduce([dist, best(query.phash, sc), best(query.centre, sp),
+                                  best(query.centre, sc) + CENTRE_PENALTY])
+    dist[~query.ok, :] = 64
+    dist[:, ~stored.ok] = 64
+    return np.minimum(dist, 64)
+
+
+def calibrate(distance, calibration=IMAGE_CALIBRATION) -> np.ndarray:
+    """Hamming distance -> similarity on fusion's 0..1 scale (piecewise linear)."""
+    xs, ys = zip(*calibration)
+    return np.interp(np.asarray(distance, dtype=np.float64), xs, ys)
+
+
+def image_similarity(query: ImageCodes, stored: ImageCodes, *, centre: bool = True,
+                     calibration=IMAGE_CALIBRATION) -> np.ndarray:
+    """float (nq, ns): the image signal of each (query, stored) pair, NaN where either
+    image failed (the signal is absent there, not zero: fusion renormalises over the
+    signals present). Codes of different IMAGE_VERSIONs are never compared."""
+    if query.version != stored.version:
+        raise ValueError(f"image codes of different versions: {query.version!r} vs "
+                         f"{stored.version!r}; re-sign one side")
+    sim = calibrate(image_distance(query, stored, centre=centre), calibration)
+    sim[~query.ok, :] = np.nan
+    sim[:, ~stored.ok] = np.nan
+    return sim

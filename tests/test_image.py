@@ -1,0 +1,325 @@
+"""Images: decoding untrusted bytes, border trimming, perceptual codes, dihedral queries."""
+
+from __future__ import annotations
+
+import io
+import struct
+import time
+import zlib
+
+import imagehash
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from mmdedup.extract import image as mi
+from mmdedup.extract.simhash import hamming
+
+skdata = pytest.importorskip("skimage.data")
+
+
+def photo(name: str = "astronaut", side: int = 256) -> Image.Image:
+    a = getattr(skdata, name)()
+    im = Image.fromarray(a).convert("RGB")
+    scale = side / max(im.size)
+    return im.resize((round(im.width * scale), round(im.height * scale)), Image.LANCZOS)
+
+
+def encode(img: Image.Image, fmt: str = "PNG", **kw) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, fmt, **kw)
+    return buf.getvalue()
+
+
+def codes(*blobs: bytes) -> mi.ImageCodes:
+    out = mi.image_codes(list(blobs))
+    assert all(e is None for e in out.errors), out.errors
+    return out
+
+
+def bits(a, b) -> int:
+    return int(hamming(np.uint64(a), np.uint64(b)))
+
+
+def imagehash_code(img: Image.Image) -> int:
+    return int(str(imagehash.phash(img)), 16)
+
+
+def png_bytes(arr: np.ndarray, depth: int, colour_type: int, size: tuple[int, int] | None = None) -> bytes:
+    """A PNG written by hand, so 16-bit channels and lying headers can be made."""
+    def chunk(tag: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + tag + body + struct.pack(">I", zlib.crc32(tag + body))
+
+    h, w = arr.shape[:2]
+    dtype = ">u2" if depth == 16 else "u1"
+    raw = b"".join(b"\x00" + arr[y].astype(dtype).tobytes() for y in range(h))
+    width, height = size or (w, h)
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, colour_type, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw))
+            + chunk(b"IEND", b""))
+
+
+# --- decoding -------------------------------------------------------------------------
+
+
+def test_zero_bytes_is_not_an_image():
+    with pytest.raises(mi.ImageError) as err:
+        mi.load_image(b"")
+    assert err.value.reason == "not_an_image"
+
+
+def test_garbage_is_not_an_image():
+    with pytest.raises(mi.ImageError) as err:
+        mi.load_image(b"this is a text file, not a picture\n" * 10)
+    assert err.value.reason == "not_an_image"
+
+
+def test_truncated_jpeg_is_corrupt():
+    data = encode(photo(), "JPEG", quality=90)
+    with pytest.raises(mi.ImageError) as err:
+        mi.load_image(data[: len(data) // 2])
+    assert err.value.reason == "corrupt_image"
+
+
+def test_damaged_png_is_corrupt():
+    data = bytearray(encode(photo()))
+    mid = len(data) // 2
+    data[mid : mid + 64] = bytes(64)  # zeros over compressed pixels (and their CRC no longer fits)
+    with pytest.raises(mi.ImageError) as err:
+        mi.load_image(bytes(data))
+    assert err.value.reason == "corrupt_image"
+
+
+def test_decompression_bomb_refused_before_decoding():
+    # 74 bytes that declare a 100000 x 100000 canvas (10 gigapixels, 30 GB as RGB).
+    bomb = png_bytes(np.zeros((1, 1, 3), np.uint8), 8, 2, size=(100_000, 100_000))
+    assert len(bomb) < 200
+    start = time.perf_counter()
+    with pytest.raises(mi.ImageError) as err:
+        mi.load_image(bomb)
+    assert err.value.reason == "too_large"
+    assert "pixels" in err.value.detail
+    assert time.perf_counter() - start < 1.0
+
+
+def test_pixel_limit_is_the_callers():
+    data = encode(photo(side=100))
+    mi.load_image(data, max_pixels=100 * 100)
+    with pytest.raises(mi.ImageError) as err:
+        mi.load_image(data, max_pixels=5_000)
+    assert err.value.reason == "too_large"
+
+
+@pytest.mark.parametrize("fmt", ["GIF", "PNG", "WEBP"])  # GIF, APNG, animated WebP
+def test_animation_gives_its_first_frame(fmt):
+    first, second = photo("astronaut", 128), photo("coffee", 128).resize((128, 128))
+    data = encode(first, fmt, save_all=True, append_images=[second], duration=100, loop=0)
+    assert Image.open(io.BytesIO(data)).n_frames == 2
+    got = codes(data, encode(first, fmt), encode(second, fmt))
+    assert bits(got.phash[0, 0], got.phash[1, 0]) <= 2
+    assert bits(got.phash[0, 0], got.phash[2, 0]) > 16
+
+
+def test_cmyk_jpeg_converts_to_the_same_picture():
+    rgb = photo("chelsea")
+    cmyk = encode(rgb.convert("CMYK"), "JPEG", quality=95)
+    assert Image.open(io.BytesIO(cmyk)).mode == "CMYK"
+    pic = mi.load_image(cmyk)
+    assert pic.mode == "RGB"
+    got = codes(cmyk, encode(rgb))
+    assert bits(got.phash[0, 0], got.phash[1, 0]) <= 4
+
+
+def test_16bit_grey_png_is_scaled_not_clipped():
+    grey8 = np.asarray(photo("camera").convert("L"))
+    data = png_bytes(grey8.astype(np.uint16) * 257, 16, 0)
+    assert Image.open(io.BytesIO(data)).mode.startswith("I;16")
+    pic = np.asarray(mi.load_image(data))
+    # Pillow's own convert("L") clips 16-bit values at 255: an all-white picture.
+    assert np.abs(pic[..., 0].astype(int) - grey8).max() <= 1
+    got = codes(data, encode(Image.fromarray(grey8)))
+    assert bits(got.phash[0, 0], got.phash[1, 0]) <= 2
+
+
+def test_16bit_rgb_png_decodes():
+    rgb8 = np.asarray(photo("coffee"))
+    data = png_bytes(rgb8.astype(np.uint16) * 257, 16, 2)
+    pic = np.asarray(mi.load_image(data))
+    assert np.abs(pic.astype(int) - rgb8).max() <= 1
+
+
+def test_float_tiff_is_scaled():
+    grey = np.asarray(photo("camera").convert("L")).astype(np.float32) / 255.0
+    data = encode(Image.fromarray(grey, "F"), "TIFF")
+    pic = np.asarray(mi.load_image(data))[..., 0]
+    assert pic.max() > 200 and abs(int(pic.mean()) - int(grey.mean() * 255)) <= 1
+
+
+def test_rgba_png_flattened_onto_white():
+    arr = np.zeros((64, 64, 4), np.uint8)  # black everywhere ...
+    arr[:, :32, 3] = 255  # ... opaque on the left half, fully transparent on the right
+    pic = np.asarray(mi.load_image(encode(Image.fromarray(arr, "RGBA"))))
+    assert (pic[:, :32] == 0).all() and (pic[:, 32:] == 255).all()
+
+
+def test_palette_with_transparency_flattened_onto_white():
+    im = Image.new("P", (20, 20), 0)
+    im.putpalette([0, 0, 0, 255, 0, 0] + [0] * (256 * 3 - 6))
+    ImageDraw.Draw(im).rectangle((0, 0, 9, 19), fill=1)
+    im.info["transparency"] = 0
+    pic = np.asarray(mi.load_image(encode(im, "PNG", transparency=0)))
+    assert (pic[:, :10] == [255, 0, 0]).all() and (pic[:, 10:] == 255).all()
+
+
+def test_exif_rotated_jpeg_is_upright():
+    upright = photo("rocket")
+    stored = upright.transpose(Image.Transpose.ROTATE_90)  # what a sideways phone wrote
+    exif = Image.Exif()
+    exif[0x0112] = 6  # Orientation: rotate 90 degrees clockwise to view
+    sideways = encode(stored, "JPEG", quality=92, exif=exif.tobytes())
+    pic = mi.load_image(sideways)
+    assert pic.size == upright.size
+    got = codes(sideways, encode(upright, "JPEG", quality=92))
+    assert bits(got.phash[0, 0], got.phash[1, 0]) <= 2
+    # Without the EXIF step the stored (sideways) pixels give a far code.
+    assert bits(imagehash_code(stored), imagehash_code(upright)) > 16
+
+
+def test_batch_goes_on_past_bad_images():
+    good = encode(photo())
+    got = mi.image_codes([good, b"", b"garbage" * 20, good])
+    assert [e.reason if e else None for e in got.errors] == [None, "not_an_image", "not_an_image", None]
+    assert got.ok.tolist() == [True, False, False, True]
+    assert got.phash[0, 0] == got.phash[3, 0] != 0
+    sim = mi.image_similarity(got, got)
+    assert sim[0, 3] == 1.0
+    assert np.isnan(sim[1]).all() and np.isnan(sim[:, 2]).all()
+
+
+# --- borders --------------------------------------------------------------------------
+
+
+def pad(img: Image.Image, box: tuple[int, int, int, int], colour) -> Image.Image:
+    left, top, right, bottom = box
+    out = Image.new("RGB", (img.width + left + right, img.height + top + bottom), colour)
+    out.paste(img, (left, top))
+    return out
+
+
+@pytest.mark.parametrize("box,colour", [
+    ((30, 30, 30, 30), (255, 255, 255)),  # white padding all round
+    ((0, 60, 0, 60), (0, 0, 0)),  # letterbox bars
+    ((12, 0, 40, 20), (200, 180, 40)),  # uneven coloured frame
+])
+def test_border_padding_trimmed(box, colour):
+    pic = photo("coffee")
+    padded = encode(pad(pic, box, colour), "JPEG", quality=85)
+    plain = encode(pic, "JPEG", quality=85)
+    got = codes(padded, plain)
+    assert bits(got.phash[0, 0], got.phash[1, 0]) <= 4
+    trimmed = mi.border_box(mi.load_image(padded))
+    want = (box[0], box[1], box[0] + pic.width, box[1] + pic.height)
+    assert max(abs(a - b) for a, b in zip(trimmed, want)) <= 8
+    # Untrimmed, the padding alone moves the plain pHash far (the test can fail).
+    raw = [imagehash_code(Image.open(io.BytesIO(b))) for b in (padded, plain)]
+    assert bits(*raw) > 12
+
+
+def test_natural_picture_not_trimmed():
+    for name in ("astronaut", "chelsea", "coffee", "clock", "coins"):
+        pic = photo(name)
+        assert mi.border_box(pic) == (0, 0, *pic.size), name
+
+
+def test_trim_never_empties():
+    blank = Image.new("RGB", (50, 40), (255, 255, 255))
+    assert mi.trim_borders(blank).size == (50, 40)
+    dot = blank.copy()
+    dot.putpixel((25, 20), (0, 0, 0))  # content smaller than TRIM_MIN_SIDE
+    assert mi.trim_borders(dot).size == (50, 40)
+    tiny = Image.new("RGB", (3, 2), (9, 9, 9))
+    assert mi.trim_borders(tiny).size == (3, 2)
+    got = mi.image_codes([encode(blank), encode(tiny)])
+    assert got.ok.all()
+
+
+# --- codes ----------------------------------------------------------------------------
+
+
+def test_phash_bits_are_imagehash_phash():
+    for name in ("astronaut", "chelsea", "camera"):
+        pic = photo(name, 300)
+        grey = pic.convert("L")
+        d8 = mi.phash_codes([grey])[0]
+        assert int(d8[0]) == imagehash_code(pic)
+        for k, op in enumerate(mi.PIL_DIHEDRAL):
+            assert bits(d8[k], imagehash_code(pic if op is None else pic.transpose(op))) <= 2, (name, k)
+        dh = mi.dhash_codes([grey])[0]
+        for k, op in enumerate(mi.PIL_DIHEDRAL):
+            want = int(str(imagehash.dhash(pic if op is None else pic.transpose(op))), 16)
+            assert bits(dh[k], want) <= 2, (name, k)
+    assert np.array_equal(mi.dihedral_codes(pic), d8)
+
+
+def test_mirror_and_rotation_found_by_dihedral_query():
+    pic = photo("astronaut")
+    stored = codes(encode(pic))
+    for op in (Image.Transpose.FLIP_LEFT_RIGHT, Image.Transpose.ROTATE_90, Image.Transpose.ROTATE_180):
+        query = codes(encode(pic.transpose(op), "JPEG", quality=80))
+        assert bits(query.phash[0, 0], stored.phash[0, 0]) > 16  # plain codes are far ...
+        assert mi.image_distance(query, stored)[0, 0] <= 4  # ... the eight-way query finds it
+        assert mi.image_similarity(query, stored)[0, 0] >= 0.9
+
+
+@pytest.mark.parametrize("name,cut", [
+    ("rocket", (0.10, 0.0, 0.0, 0.10)),  # 10% off the left and the bottom
+    ("coffee", (0.06, 0.03, 0.03, 0.06)),
+])
+def test_centre_code_finds_a_crop(name, cut):
+    pic = photo(name, 400)
+    w, h = pic.size
+    cropped = pic.crop((int(w * cut[0]), int(h * cut[1]), w - int(w * cut[2]), h - int(h * cut[3])))
+    got = codes(encode(pic), encode(cropped, "JPEG", quality=85))
+    full_only = mi.image_distance(got.take([1]), got.take([0]), centre=False)[0, 0]
+    with_centre = mi.image_distance(got.take([1]), got.take([0]))[0, 0]
+    assert full_only > mi.MATCH_DISTANCE >= with_centre
+    # symmetric: the crop stored first, the full picture as the query
+    assert mi.image_distance(got.take([0]), got.take([1]))[0, 0] <= mi.MATCH_DISTANCE
+
+
+def test_unrelated_photos_far_apart():
+    names = ("astronaut", "camera", "chelsea", "coffee", "coins", "rocket", "clock", "moon", "page")
+    got = codes(*(encode(photo(n)) for n in names))
+    dist = mi.image_distance(got, got)
+    off = ~np.eye(len(names), dtype=bool)
+    assert dist[off].min() > mi.MATCH_DISTANCE, dist
+    assert (np.diag(dist) == 0).all()
+    sim = mi.image_similarity(got, got)
+    assert sim[off].max() < 0.7 and (np.diag(sim) == 1.0).all()
+
+
+def test_recompressed_and_resized_copies_match():
+    pic = photo("chelsea", 400)
+    variants = [encode(pic.resize((200, 133)), "JPEG", quality=70), encode(pic, "JPEG", quality=20),
+                encode(pic.convert("L"))]
+    got = codes(encode(pic), *variants)
+    assert (mi.image_distance(got.take([1, 2, 3]), got.take([0]))[:, 0] <= 4).all()
+
+
+def test_pack_round_trip_and_versions():
+    got = codes(encode(photo()), encode(photo("coffee")))
+    back = mi.ImageCodes.unpack([got.pack(0), got.pack(1)])
+    assert np.array_equal(back.stored(), got.stored())
+    assert len(got.pack(0)) == 24
+    assert np.array_equal(mi.image_distance(got, back), mi.image_distance(got, got))
+    other = mi.ImageCodes.unpack([got.pack(0)])
+    other.version = "img0-something-else"
+    with pytest.raises(ValueError, match="versions"):
+        mi.image_similarity(got, other)
+
+
+def test_calibration_tiers():
+    assert mi.calibrate(0) == 1.0
+    assert mi.calibrate(8) == pytest.approx(0.9)
+    assert mi.calibrate(mi.MATCH_DISTANCE) == pytest.approx(0.8)
+    assert mi.calibrate(14) < 0.7 and mi.calibrate(40) == 0.0

@@ -1,0 +1,85 @@
+"""Items with pictures through ingest and query: copies found mirrored, re-compressed and
+bordered; bad pictures recorded with their reason while the batch goes on."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageOps
+from skimage import data
+
+from mmdedup import Platform
+
+
+def save(img: Image.Image, path: Path, **kw) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path, **kw)
+    return path.name
+
+
+@pytest.fixture
+def pictures(tmp_path: Path) -> Path:
+    folder = tmp_path / "img"
+    astro = Image.fromarray(data.astronaut())
+    coffee = Image.fromarray(data.coffee())
+    save(astro, folder / "astro.png")
+    save(astro.resize((256, 256)), folder / "astro-small.jpg", quality=25)
+    save(ImageOps.mirror(astro), folder / "astro-mirror.png")
+    save(ImageOps.expand(astro, border=60, fill=(0, 0, 0)), folder / "astro-border.png")
+    save(coffee, folder / "coffee.png")
+    frames = [Image.fromarray(data.chelsea()), Image.fromarray(data.rocket()[:300, :451])]
+    frames[0].save(folder / "anim.gif", save_all=True, append_images=frames[1:], duration=100)
+    buf = io.BytesIO()
+    coffee.save(buf, format="JPEG")
+    (folder / "truncated.jpg").write_bytes(buf.getvalue()[:400])
+    (folder / "empty.png").write_bytes(b"")
+    (folder / "text.png").write_text("not a picture at all")
+    return folder
+
+
+def test_copies_found_bad_pictures_recorded(platform: Platform, pictures: Path) -> None:
+    report = platform.ingest(pictures)
+    reasons = {f["key"]: f["reason"] for f in platform.failures()}
+    assert reasons == {"truncated.jpg": "corrupt_image", "empty.png": "empty_content",
+                       "text.png": "not_an_image"}
+    assert report.new == 6
+    pairs = {tuple(sorted((p["a"], p["b"]))): p for p in platform.pairs("weak")}
+    for copy in ("astro-small.jpg", "astro-mirror.png", "astro-border.png"):
+        pair = pairs[tuple(sorted(("astro.png", copy)))]
+        assert pair["kind"] == "image-reuse" and pair["signals"]["image"] >= 0.8, pair
+    assert not any("coffee.png" in key or "anim.gif" in key for key in pairs)
+
+
+def test_query_by_picture(platform: Platform, pictures: Path, tmp_path: Path) -> None:
+    platform.ingest(pictures)
+    probe = tmp_path / "probe.jpg"
+    Image.fromarray(data.astronaut()).rotate(90, expand=True).save(probe, quality=40)
+    results = platform.query(image=probe, k=10)
+    assert {r["id"] for r in results} == {"astro.png", "astro-small.jpg", "astro-mirror.png",
+                                          "astro-border.png"}
+    assert all(r["signals"]["image"] >= 0.8 for r in results)
+    with pytest.raises(ValueError, match="cannot be read"):
+        platform.query(image=pictures / "text.png")
+
+
+def test_picture_and_caption_fuse(platform: Platform, tmp_path: Path) -> None:
+    """The same picture with a different caption is image reuse; the same caption with a
+    different picture is text reuse; neither is drowned by the other signal."""
+    folder = tmp_path / "posts"
+    save(Image.fromarray(data.astronaut()), folder / "a.png")
+    save(Image.fromarray(data.coffee()), folder / "c.png")
+    caption = "Astronaut portrait released by the space agency for the anniversary of the mission."
+    platform.ingest([
+        {"id": "p1", "text": caption, "images": ["a.png"]},
+        {"id": "p2", "text": "A cup of coffee on a saucer, photographed in the morning light today.",
+         "images": ["a.png"]},
+        {"id": "p3", "text": caption, "images": ["c.png"]},
+    ], root=folder)
+    pairs = {tuple(sorted((p["a"], p["b"]))): p for p in platform.pairs("weak")}
+    assert pairs[("p1", "p2")]["kind"] == "image-reuse" and pairs[("p1", "p2")]["tier"] == "strong"
+    assert pairs[("p1", "p3")]["kind"] == "text-reuse" and pairs[("p1", "p3")]["tier"] == "strong"
+    assert ("p2", "p3") not in pairs
+    assert np.isclose(pairs[("p1", "p3")]["signals"]["image"], 0.0, atol=0.25)
