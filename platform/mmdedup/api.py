@@ -31,6 +31,8 @@ from .score.pairs import score_pairs
 from .text_stage import TextStage
 from .web_stage import WebStage, dom_signal
 from .image_stage import ImageStage, image_signal
+from .video_stage import VideoStage, video_signal
+from .extract.video import VideoError, video_frames
 from .extract.image import image_codes
 from .extract.web import extract_page
 from .score.fusion import fuse
@@ -54,6 +56,7 @@ class Platform:
         self.settings = settings
         self.web = WebStage(settings)
         self.image = ImageStage(home, sessions, settings)
+        self.video = VideoStage(home, sessions, settings)
         self.text = TextStage(home, sessions, settings)
         self.text.scorer = self._score
 
@@ -110,18 +113,20 @@ class Platform:
              progress: bool) -> IngestReport:
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
-                          stages=[self.web, self.image, self.text], scorer=self._score)
+                          stages=[self.web, self.image, self.video, self.text],
+                          scorer=self._score)
 
     def _score(self, session: Session, pairs: np.ndarray) -> int:
         """Score candidate pairs with every signal and write them."""
         signals = {"text": self.text.signal(), "image": image_signal(self.settings),
-                   "dom": dom_signal}
+                   "video": video_signal(self.video), "dom": dom_signal}
         return score_pairs(session, pairs, signals, self.settings, self.text.signer.version)
 
     # --- queries -----------------------------------------------------------------------
 
     def query(self, text: str | None = None, *, image: str | Path | bytes | None = None,
-              html: str | Path | bytes | None = None, k: int = 10,
+              video: str | Path | bytes | None = None, html: str | Path | bytes | None = None,
+              k: int = 10,
               min_score: float = 0.0) -> list[dict[str, Any]]:
         """The stored items nearest to a text, a picture or a page (or several at once),
         best first, without ingesting anything: [{"id", "score", "signals", "details"}].
@@ -133,8 +138,8 @@ class Platform:
             text = "\n".join(t for t in (text, page.text) if t and t.strip())
         if text is not None and not text.strip():
             raise ValueError("the query text is empty")
-        if text is None and image is None:
-            raise ValueError("give a text, an image or a page to query with")
+        if text is None and image is None and video is None:
+            raise ValueError("give a text, an image, a video or a page to query with")
         signals: dict[int, dict[str, float]] = {}
         details: dict[int, dict[str, float]] = {}
         if text is not None:
@@ -151,6 +156,13 @@ class Platform:
                 raise ValueError(f"the query image cannot be read: {codes.errors[0]}")
             for pk, score in self.image.query(codes).items():
                 signals.setdefault(pk, {})["image"] = score
+        if video is not None:
+            try:
+                frames = video_frames(_read(video), max_seconds=self.settings.max_video_seconds)
+            except VideoError as exc:
+                raise ValueError(f"the query video cannot be read: {exc}") from exc
+            for pk, score in self.video.query(frames).items():
+                signals.setdefault(pk, {})["video"] = score
         scored = sorted(((fuse(sig, self.settings.fusion_weights), pk) for pk, sig in signals.items()),
                         key=lambda sp: (-sp[0], sp[1]))
         scored = [(score, pk) for score, pk in scored if score >= min_score][:k]

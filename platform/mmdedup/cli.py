@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "without ingesting it")
     p.add_argument("--text")
     p.add_argument("--image", help="path of a picture")
+    p.add_argument("--video", help="path of a video")
     p.add_argument("--html", help="path of a web page")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--min-score", type=float, default=0.0)
@@ -133,7 +134,7 @@ def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
-    results = platform.query(args.text, image=args.image, html=args.html, k=args.k,
+    results = platform.query(args.text, image=args.image, video=args.video, html=args.html, k=args.k,
                              min_score=args.min_score)
     if args.format == "json":
         print(json.dumps(results, ensure_ascii=False))

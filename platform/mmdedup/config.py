@@ -63,8 +63,18 @@ class Settings:
         (0.0, 1.0), (4.0, 0.95), (8.0, 0.9), (12.0, 0.8), (14.0, 0.6), (24.0, 0.2), (32.0, 0.0))
     image_radius: int = 12
 
+    # Video signal: frames sampled on content (about 1 a second plus scene cuts), matched
+    # within this radius in temporal order; the aligned share of frames -> score (true
+    # copies align >= 0.9 in the benchmark, different videos of the same photos <= 0.44).
+    # A stored video becomes a candidate once this many of a new video's frames hit it.
+    video_frame_radius: int = 12
+    video_min_frame_hits: int = 2
+    video_calibration: tuple[tuple[float, float], ...] = (
+        (0.0, 0.0), (0.45, 0.5), (0.6, 0.8), (0.8, 0.9), (1.0, 1.0))
+    max_video_seconds: int = 3600
+
     fusion_weights: dict[str, float] = field(
-        default_factory=lambda: {"text": 0.5, "image": 0.3, "dom": 0.2}
+        default_factory=lambda: {"text": 0.5, "image": 0.3, "video": 0.3, "dom": 0.2}
     )
 
     def tier(self, score: float) -> str | None:

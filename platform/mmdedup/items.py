@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator
 from .config import Settings
 from .extract.text import text_hash
 from .extract.image import ImageCodes, image_codes
+from .extract.video import VideoError, VideoFrames, video_frames
 from .extract.web import PageError, PageSignals, extract_page
 
 TEXT_EXTENSIONS = {".txt", ".md", ".text"}
@@ -127,6 +128,7 @@ class LoadedItem:
     # The page's main text once blocks repeated across its site are dropped (set at ingest).
     main_text: str | None = None
     images: ImageCodes | None = None
+    video: VideoFrames | None = None
 
     @property
     def signal_text(self) -> str:
@@ -307,6 +309,14 @@ def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
         for asset, error in zip(pictures, images.errors):
             if error is not None:
                 raise InputError(error.reason, f"{asset.path}: {error.detail}")
+    video = None
+    clip = next((a for a in assets if a.role == "video"), None)
+    if clip is not None:
+        try:
+            video = video_frames(clip.data, max_seconds=settings.max_video_seconds,
+                                 max_bytes=settings.max_file_bytes)
+        except VideoError as exc:
+            raise InputError(exc.reason, f"{clip.path}: {exc.detail}") from exc
     page = None
     html = next((a for a in assets if a.role == "html"), None)
     if html is not None:
@@ -326,7 +336,8 @@ def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
     fingerprint = _sha256(json.dumps(
         [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]],
         sort_keys=True, ensure_ascii=False, default=str))
-    return LoadedItem(item, assets, body_hash, content_key, fingerprint, page, images=images)
+    return LoadedItem(item, assets, body_hash, content_key, fingerprint, page, images=images,
+                      video=video)
 
 
 def _sha256(text: str) -> str:

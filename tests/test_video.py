@@ -1,0 +1,402 @@
+"""Video signal: sampled frames, pHash codes, and similarity across the copies short videos
+are re-posted as (re-encoded, scaled, trimmed, re-timed, mirrored, letterboxed), and the
+refusals (empty, corrupt, truncated, audio only, too long, too large).
+
+Clips are made here with PyAV from scikit-image's bundled photos: 160x120, 25 fps, a few
+seconds of pans, a zoom and a hard cut, so that content changes over time.
+"""
+
+from __future__ import annotations
+
+import io
+
+import av
+import imagehash
+import numpy as np
+import pytest
+from PIL import Image
+from skimage import data
+
+from mmdedup.extract import video as V
+from mmdedup.extract.video import (VIDEO_VERSION, VideoError, VideoFrames, frame_codes,
+                                   hamming_matrix, phash_thumbs, video_frames, video_match,
+                                   video_similarity)
+
+W, H, FPS = 160, 120, 25
+DUPLICATE = 0.6  # the duplicate call the bench (scripts/bench/video_quality.py) supports
+DISTINCT = 0.35  # at most this for videos that are not copies
+
+# --------------------------------------------------------------------------------------
+# Clip making
+# --------------------------------------------------------------------------------------
+
+
+def _rgb(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    if x.ndim == 2:
+        x = np.stack([x] * 3, axis=-1)
+    return np.ascontiguousarray(x[..., :3])
+
+
+def view(photo: np.ndarray, cx: float, cy: float, zoom: float, w: int = W, h: int = H) -> np.ndarray:
+    """A w x h view of the photo centred at (cx, cy) (fractions of it), `zoom` of its
+    largest window of that aspect."""
+    ph, pw = photo.shape[:2]
+    base = min(pw / w, ph / h)
+    vw, vh = w * base * zoom, h * base * zoom
+    x0 = float(np.clip(cx * pw - vw / 2, 0, pw - vw))
+    y0 = float(np.clip(cy * ph - vh / 2, 0, ph - vh))
+    return np.asarray(Image.fromarray(photo).resize((w, h), Image.Resampling.BILINEAR,
+                                                    box=(x0, y0, x0 + vw, y0 + vh)))
+
+
+def clip(a: np.ndarray, b: np.ndarray, seconds: float = 4.0) -> list[np.ndarray]:
+    """Pan across a, hard cut, zoom into b, pan across b."""
+    n = int(seconds * FPS)
+    n1, n2 = n * 2 // 5, n * 3 // 10
+    n3 = n - n1 - n2
+    frames = [view(a, 0.25 + 0.5 * i / n1, 0.5, 0.6) for i in range(n1)]
+    frames += [view(b, 0.5, 0.5, 0.95 - 0.4 * i / n2) for i in range(n2)]
+    frames += [view(b, 0.7 - 0.4 * i / n3, 0.4, 0.55) for i in range(n3)]
+    return frames
+
+
+def encode(frames: list[np.ndarray], *, fps: int = FPS, codec: str = "libx264",
+           bit_rate: int | None = None, fmt: str = "mp4", path=None) -> bytes:
+    """Encode RGB frames; with `path` the file is written there (mp4 moov at the front)."""
+    target = str(path) if path is not None else io.BytesIO()
+    options = {"movflags": "faststart"} if path is not None and fmt == "mp4" else {}
+    with av.open(target, "w", format=fmt, options=options) as out:
+        s = out.add_stream(codec, rate=fps)
+        s.height, s.width = frames[0].shape[:2]
+        s.pix_fmt = "yuv420p"
+        if codec == "libx264":
+            s.options = {"preset": "ultrafast"}
+        if bit_rate:
+            s.bit_rate = bit_rate
+        for f in frames:
+            for p in s.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")):
+                out.mux(p)
+        for p in s.encode():
+            out.mux(p)
+    if path is not None:
+        return path.read_bytes()
+    return target.getvalue()
+
+
+@pytest.fixture(scope="module")
+def photos():
+    return {"astronaut": _rgb(data.astronaut()), "coffee": _rgb(data.coffee()),
+            "rocket": _rgb(data.rocket()), "camera": _rgb(data.camera()),
+            "chelsea": _rgb(data.chelsea())}
+
+
+@pytest.fixture(scope="module")
+def frames_a(photos):
+    return clip(photos["astronaut"], photos["coffee"])
+
+
+@pytest.fixture(scope="module")
+def blob_a(frames_a):
+    return encode(frames_a)
+
+
+@pytest.fixture(scope="module")
+def sig_a(blob_a):
+    return video_frames(blob_a)
+
+
+# --------------------------------------------------------------------------------------
+# pHash
+# --------------------------------------------------------------------------------------
+
+
+def test_phash_thumbs_is_imagehash_phash(photos):
+    rng = np.random.default_rng(0)
+    thumbs = list(rng.integers(0, 256, (20, 32, 32)).astype(np.uint8))
+    thumbs += [np.asarray(Image.fromarray(p).convert("L").resize((32, 32), Image.Resampling.LANCZOS))
+               for p in photos.values()]
+    ours = phash_thumbs(np.stack(thumbs))
+    ref = np.array([int(str(imagehash.phash(Image.fromarray(t))), 16) for t in thumbs], dtype=np.uint64)
+    assert ours.dtype == np.uint64
+    assert np.array_equal(ours, ref)
+
+
+def test_frame_codes_close_to_imagehash_and_mirror_exact(photos):
+    dists = []
+    for p in photos.values():
+        grey = np.asarray(Image.fromarray(p).convert("L").resize((W, H), Image.Resampling.BILINEAR))
+        code, mirrored = frame_codes(grey)
+        ref = int(str(imagehash.phash(Image.fromarray(grey))), 16)
+        dists.append((code ^ ref).bit_count())
+        # The mirror code (sign flip of odd DCT columns) is the code of the flipped frame.
+        assert frame_codes(np.ascontiguousarray(grey[:, ::-1]))[0] == mirrored
+        assert (code ^ mirrored).bit_count() > 12  # these photos are not symmetric
+    assert np.mean(dists) <= 4  # differs from PIL's path by its 8-bit rounding only
+
+
+def test_hamming_matrix():
+    a = np.array([0, 0xFF, 2**64 - 1], dtype=np.uint64)
+    b = np.array([0, 1], dtype=np.uint64)
+    assert hamming_matrix(a, b).tolist() == [[0, 1], [8, 7], [64, 63]]
+
+
+def test_blank_and_bars_in_frame_codes(photos):
+    assert frame_codes(np.zeros((H, W), np.uint8)) is None  # black: no identity
+    assert frame_codes(np.full((H, W), 200, np.uint8)) is None
+    dists, unboxed = [], []
+    for p in photos.values():
+        grey = np.asarray(Image.fromarray(p).convert("L").resize((W, H)))
+        boxed = np.full((H + 40, W + 60), 17, np.uint8)  # bars of any colour, all four sides
+        boxed[20:20 + H, 30:30 + W] = grey
+        dists.append((frame_codes(grey)[0] ^ frame_codes(boxed)[0]).bit_count())
+        raw = V._codes_from_low(V._frame_low(boxed.astype(np.float32), (0, 0, H + 40, W + 60))[None])
+        unboxed.append((frame_codes(grey)[0] ^ int(raw[0])).bit_count())
+    assert max(dists) <= 8 and np.mean(dists) <= 4
+    assert np.mean(unboxed) > 8  # the bars, left in, would cost more
+
+
+# --------------------------------------------------------------------------------------
+# Sampling
+# --------------------------------------------------------------------------------------
+
+
+def test_video_frames_shape_and_sampling(sig_a):
+    s = sig_a
+    assert isinstance(s, VideoFrames) and s.version == VIDEO_VERSION
+    assert s.codes.dtype == np.uint64 and s.mirrored.dtype == np.uint64
+    assert len(s.times) == len(s.codes) == len(s.mirrored) == len(s.crops)
+    assert (W, H, s.decoded) == (s.width, s.height, 100)
+    assert abs(s.duration - 4.0) < 0.05 and abs(s.fps - 25) < 1e-6
+    assert not s.partial and s.images is None
+    assert np.all(np.diff(s.times) > 0) and s.times[0] == 0.0
+    # About one frame a second at least, at most MIN_GAP apart, never two near-identical.
+    assert 4 <= len(s) <= 4.0 / V.MIN_GAP + 1
+    assert np.sum(np.diff(s.times) < V.MIN_GAP - 1e-6) <= 1  # the cut
+    steps = np.bitwise_count(s.codes[1:] ^ s.codes[:-1])
+    assert steps.min() > V.PRUNE_BITS
+    # The cut at 1.6 s is kept on the cut frame itself.
+    assert np.any(np.isclose(s.times, 40 / FPS))
+    assert np.allclose(s.crops, [0, 0, 1, 1])
+
+
+def test_still_video_is_one_frame_and_black_frames_are_skipped(photos):
+    still = [view(photos["chelsea"], 0.5, 0.5, 0.8)] * 50
+    black = [np.zeros((H, W, 3), np.uint8)] * 25
+    s = video_frames(encode(black + still + black))
+    assert len(s) == 1 and s.distinct == 1
+    assert s.blank == 50 and s.decoded == 100
+    assert s.times[0] == pytest.approx(1.0)
+
+
+def test_keep_images_for_clip_vectors(photos, frames_a):
+    bar = np.zeros((20, W, 3), np.uint8)
+    s = video_frames(encode([np.concatenate([bar, f, bar]) for f in frames_a]), keep_images=True,
+                     image_size=64)
+    assert s.images is not None and len(s.images) == len(s)
+    im = s.images[0]
+    assert im.mode == "RGB" and min(im.size) <= 64
+    assert abs(im.width / im.height - W / H) < 0.1  # bars cut: the picture's own aspect
+
+
+# --------------------------------------------------------------------------------------
+# Copies match
+# --------------------------------------------------------------------------------------
+
+
+def test_identical_and_reencoded_low_bitrate(sig_a, blob_a, frames_a):
+    assert video_similarity(sig_a, sig_a) == 1.0
+    low = video_frames(encode(frames_a, codec="mpeg4", bit_rate=60_000))
+    assert video_similarity(sig_a, low) >= DUPLICATE
+    assert video_similarity(low, sig_a) >= DUPLICATE
+
+
+def test_scaled_copy(sig_a, frames_a):
+    small = [np.asarray(Image.fromarray(f).resize((W // 2, H // 2), Image.Resampling.BILINEAR))
+             for f in frames_a]
+    big = [np.asarray(Image.fromarray(f).resize((W * 2, H * 2), Image.Resampling.BILINEAR))
+           for f in frames_a]
+    assert video_similarity(sig_a, video_frames(encode(small))) >= DUPLICATE
+    assert video_similarity(sig_a, video_frames(encode(big))) >= DUPLICATE
+
+
+@pytest.mark.parametrize("cut", [0.5, 1.0, 2.2])
+def test_trimmed_copy(sig_a, frames_a, cut):
+    trimmed = video_frames(encode(frames_a[round(cut * FPS):]))
+    assert trimmed.times[0] == 0.0  # times are the copy's own
+    assert video_similarity(sig_a, trimmed) >= DUPLICATE
+    # The end cut too: the copy is a stretch of the original.
+    assert video_similarity(sig_a, video_frames(encode(frames_a[:-round(cut * FPS)]))) >= DUPLICATE
+
+
+def test_frame_rate_15_vs_25(sig_a, frames_a):
+    n = len(frames_a) * 15 // FPS
+    f15 = [frames_a[min(len(frames_a) - 1, round(k * FPS / 15))] for k in range(n)]
+    s = video_frames(encode(f15, fps=15))
+    assert abs(s.fps - 15) < 1e-6
+    assert video_similarity(sig_a, s) >= DUPLICATE
+
+
+def test_mirrored_copy_matches_through_flipped_codes(sig_a, frames_a):
+    mirrored = video_frames(encode([np.ascontiguousarray(f[:, ::-1]) for f in frames_a]))
+    m = video_match(sig_a, mirrored)
+    assert m.score >= DUPLICATE and m.mirrored
+    # Without the mirrored codes it would not match: the flip is what finds it.
+    blind = VideoFrames(**{**mirrored.__dict__, "mirrored": mirrored.codes})
+    assert video_similarity(sig_a, blind) <= DISTINCT
+
+
+def test_letterboxed_and_pillarboxed_copies(sig_a, frames_a):
+    bars = np.zeros((30, W, 3), np.uint8)
+    letter = video_frames(encode([np.concatenate([bars, f, bars]) for f in frames_a]))
+    assert np.allclose(np.median(letter.crops, axis=0), [30 / 180, 0, 150 / 180, 1], atol=0.03)
+    assert video_similarity(sig_a, letter) >= DUPLICATE
+
+    def pillar(f):  # scaled into a wider frame, grey bars left and right
+        canvas = np.full((H, 240, 3), 60, np.uint8)
+        canvas[:, 40:200] = f
+        return canvas
+    assert video_similarity(sig_a, video_frames(encode([pillar(f) for f in frames_a]))) >= DUPLICATE
+
+
+# --------------------------------------------------------------------------------------
+# Non-copies do not
+# --------------------------------------------------------------------------------------
+
+
+def test_other_clip_does_not_match(sig_a, photos):
+    other = video_frames(encode(clip(photos["rocket"], photos["camera"])))
+    assert video_similarity(sig_a, other) <= DISTINCT
+    assert video_similarity(other, sig_a) <= DISTINCT
+
+
+def test_reversed_clip_does_not_match(sig_a, frames_a):
+    # The same frames in reverse order: matching is in temporal order, not a bag of frames.
+    rev = video_frames(encode(frames_a[::-1]))
+    assert video_similarity(sig_a, rev) <= DISTINCT
+
+
+def test_same_still_with_other_motion(photos):
+    """One photo, three videos: a still, a pan, a zoom. The still has one distinct frame,
+    so against the pan it can be found at most as one frame of MIN_DISTINCT (a shared
+    picture, for the image signal to judge), and the pan and the zoom share only the frames
+    near the full view. Against its own re-encode the still scores on its one frame: 1.0."""
+    p = photos["chelsea"]
+    still = video_frames(encode([view(p, 0.5, 0.5, 0.8)] * 75))
+    pan = video_frames(encode([view(p, 0.3 + 0.4 * i / 75, 0.5, 0.8) for i in range(75)]))
+    zoom = video_frames(encode([view(p, 0.5, 0.5, 1.0 - 0.5 * i / 75) for i in range(75)]))
+    again = video_frames(encode([view(p, 0.5, 0.5, 0.8)] * 50, codec="mpeg4", bit_rate=80_000))
+    assert still.distinct == 1 and pan.distinct >= 2 and zoom.distinct >= 3
+    assert video_match(still, pan).pairs.shape[0] >= 1  # the picture is found...
+    assert video_similarity(still, pan) <= 0.5 + 1e-9  # ...but is no video copy
+    assert video_similarity(still, zoom) <= 1 / V.MIN_DISTINCT + 1e-9
+    assert video_similarity(pan, zoom) <= DISTINCT
+    assert video_similarity(still, again) == 1.0
+
+
+def test_fades_to_black_do_not_match(photos):
+    black = [np.zeros((H, W, 3), np.uint8)] * 30
+    a = video_frames(encode(black + [view(photos["rocket"], 0.3 + 0.01 * i, 0.5, 0.6) for i in range(40)] + black))
+    b = video_frames(encode(black + [view(photos["camera"], 0.3 + 0.01 * i, 0.5, 0.6) for i in range(40)] + black))
+    assert a.blank == b.blank == 60
+    assert video_similarity(a, b) == 0.0
+
+
+def test_monotone_alignment_allows_gaps_and_keeps_order():
+    m = np.array([[1, 0, 0, 0],
+                  [0, 0, 1, 0],
+                  [0, 1, 0, 0],
+                  [0, 0, 0, 1]], dtype=bool)
+    pairs = V._monotone_matches(m)
+    assert pairs.tolist() in ([[0, 0], [1, 2], [3, 3]], [[0, 0], [2, 1], [3, 3]])
+    # One column may take consecutive rows (a copy sampled more densely there).
+    assert len(V._monotone_matches(np.ones((3, 1), dtype=bool))) == 3
+    assert len(V._monotone_matches(np.eye(4, dtype=bool)[::-1])) == 1
+
+
+def test_versions_never_compared(sig_a):
+    other = VideoFrames(**{**sig_a.__dict__, "version": V.video_version(2.0)})
+    with pytest.raises(ValueError):
+        video_similarity(sig_a, other)
+    empty = VideoFrames(**{**sig_a.__dict__, "codes": sig_a.codes[:0], "mirrored": sig_a.codes[:0],
+                           "times": sig_a.times[:0]})
+    assert video_similarity(sig_a, empty) == 0.0
+
+
+# --------------------------------------------------------------------------------------
+# Refusals and damaged input
+# --------------------------------------------------------------------------------------
+
+
+def _reason(source, **kw) -> str:
+    with pytest.raises(VideoError) as exc:
+        video_frames(source, **kw)
+    return exc.value.reason
+
+
+def test_zero_bytes(tmp_path):
+    empty = tmp_path / "empty.mp4"
+    empty.write_bytes(b"")
+    assert _reason(empty) == "empty_video"
+    assert _reason(b"") == "empty_video"
+    assert _reason(tmp_path / "missing.mp4") == "unreadable_video"
+
+
+def test_garbage_is_corrupt():
+    assert _reason(b"\x00\x01not a video at all" * 100) == "corrupt_video"
+
+
+def test_truncated_mp4_without_index_is_corrupt(blob_a):
+    # PyAV (like ffmpeg) writes the mp4 index at the end: cut that off and nothing opens.
+    assert _reason(blob_a[: len(blob_a) * 6 // 10]) == "corrupt_video"
+
+
+@pytest.mark.parametrize("fmt,suffix", [("mp4", "mp4"), ("matroska", "mkv")])
+def test_truncated_file_gives_the_frames_it_has(tmp_path, frames_a, sig_a, fmt, suffix):
+    whole = encode(frames_a, fmt=fmt, path=tmp_path / f"a.{suffix}")
+    cut = tmp_path / f"cut.{suffix}"
+    cut.write_bytes(whole[: len(whole) * 6 // 10])
+    s = video_frames(cut)
+    assert s.partial and "truncated" in s.note
+    assert 0 < s.decoded < 100 and s.duration < 3.5 and len(s) >= 2
+    assert video_similarity(sig_a, s) >= DUPLICATE  # what it has is the original's start
+    # Cut before the first frame: nothing to give.
+    head = tmp_path / f"head.{suffix}"
+    head.write_bytes(whole[:2000])
+    assert _reason(head) == "corrupt_video"
+
+
+def _audio(codec: str, fmt: str, sample_fmt: str) -> bytes:
+    buf = io.BytesIO()
+    with av.open(buf, "w", format=fmt) as out:
+        s = out.add_stream(codec, rate=44100)
+        s.layout = "mono"
+        n = 1152
+        for i in range(20):
+            x = np.sin(np.arange(n) * 0.05 + i) * 0.3
+            arr = x.astype(np.float32)[None] if sample_fmt == "fltp" else (x * 20000).astype(np.int16)[None]
+            frame = av.AudioFrame.from_ndarray(arr, format=sample_fmt, layout="mono")
+            frame.sample_rate = 44100
+            for p in s.encode(frame):
+                out.mux(p)
+        for p in s.encode():
+            out.mux(p)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("codec,fmt,sample_fmt", [("aac", "mp4", "fltp"), ("mp2", "matroska", "s16")])
+def test_audio_only_has_no_video_stream(codec, fmt, sample_fmt):
+    with pytest.raises(VideoError) as exc:
+        video_frames(_audio(codec, fmt, sample_fmt))
+    assert exc.value.reason == "no_video_stream" and "audio" in exc.value.detail
+
+
+def test_limits(blob_a, frames_a):
+    assert _reason(blob_a, max_seconds=2.0) == "video_too_long"
+    assert _reason(blob_a, max_bytes=1000) == "video_too_large"
+    assert _reason(blob_a, max_pixels=100 * 100) == "video_too_large"
+    # A stream that declares no duration (raw H.264) is stopped while decoding.
+    raw = encode(frames_a, fmt="h264")
+    assert _reason(raw, max_seconds=2.0) == "video_too_long"
+    capped = video_frames(blob_a, max_frames=3)
+    assert len(capped) == 3 and capped.partial and "max_frames" in capped.note
