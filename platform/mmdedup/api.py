@@ -32,6 +32,7 @@ from .text_stage import TextStage
 from .web_stage import WebStage, dom_signal
 from .image_stage import ImageStage, image_signal
 from .video_stage import VideoStage, video_signal
+from .clip_stage import ClipStage
 from .extract.video import VideoError, video_frames
 from .extract.image import image_codes
 from .extract.web import extract_page
@@ -57,6 +58,7 @@ class Platform:
         self.web = WebStage(settings)
         self.image = ImageStage(home, sessions, settings)
         self.video = VideoStage(home, sessions, settings)
+        self.clip = ClipStage(home, sessions, settings)
         self.text = TextStage(home, sessions, settings)
         self.text.scorer = self._score
 
@@ -113,13 +115,14 @@ class Platform:
              progress: bool) -> IngestReport:
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
-                          stages=[self.web, self.image, self.video, self.text],
+                          stages=[self.web, self.image, self.clip, self.video, self.text],
                           scorer=self._score)
 
     def _score(self, session: Session, pairs: np.ndarray) -> int:
         """Score candidate pairs with every signal and write them."""
         signals = {"text": self.text.signal(), "image": image_signal(self.settings),
-                   "video": video_signal(self.video), "dom": dom_signal}
+                   "video": video_signal(self.video), "clip": self.clip.signal(),
+                   "dom": dom_signal}
         return score_pairs(session, pairs, signals, self.settings, self.text.signer.version)
 
     # --- queries -----------------------------------------------------------------------

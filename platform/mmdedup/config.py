@@ -73,8 +73,18 @@ class Settings:
         (0.0, 0.0), (0.45, 0.5), (0.6, 0.8), (0.8, 0.9), (1.0, 1.0))
     max_video_seconds: int = 3600
 
+    # CLIP (open_clip, model from the registry): on when its weights are on this machine
+    # (a checkpoint, or the tag's weights in the model cache); `clip_download` lets the
+    # tag download them once. Cosine -> score; without calibration on real weights the
+    # signal only moves the fused mean (see fusion_weights), it never decides alone.
+    clip_download: bool = False
+    clip_neighbours: int = 10
+    clip_min_cosine: float = 0.85
+    clip_calibration: tuple[tuple[float, float], ...] = (
+        (0.0, 0.0), (0.85, 0.5), (0.92, 0.7), (0.96, 0.85), (1.0, 1.0))
+
     fusion_weights: dict[str, float] = field(
-        default_factory=lambda: {"text": 0.5, "image": 0.3, "video": 0.3, "dom": 0.2}
+        default_factory=lambda: {"text": 0.5, "image": 0.3, "video": 0.3, "clip": 0.1, "dom": 0.2}
     )
 
     def tier(self, score: float) -> str | None:

@@ -109,8 +109,11 @@ class ClipEncoder:
     an offline batch pays the failure once. A re-run (new process) tries again."""
 
     def __init__(self, spec: ClipSpec | None = None, *, device: str | None = None,
-                 batch_size: int = BATCH_SIZE) -> None:
+                 batch_size: int = BATCH_SIZE, allow_download: bool = True) -> None:
         self._spec = spec
+        # Off in ingest by default: an offline machine would otherwise wait out the hub
+        # client's retries before the signal could be switched off.
+        self.allow_download = allow_download
         self._device = device
         self.batch_size = batch_size
         self._lock = threading.Lock()
@@ -223,9 +226,10 @@ class ClipEncoder:
         local = _cached_tag_weights(cfg, cache)
         if local:
             return local
-        if _offline():
+        if _offline() or not self.allow_download:
             raise self._fail(f"the weights of {spec.model}/{spec.pretrained} are not in "
-                             f"{cache} and downloads are off (HF_HUB_OFFLINE); {_advice(spec)}")
+                             f"{cache} and downloads are off (HF_HUB_OFFLINE, or clip_download "
+                             f"= false in the store's config.toml); {_advice(spec)}")
         try:
             cache.mkdir(parents=True, exist_ok=True)
             path = open_clip.download_pretrained(cfg, cache_dir=str(cache))
@@ -335,9 +339,9 @@ def _cached_tag_weights(cfg: dict, cache: Path) -> str | None:
 _default: ClipEncoder | None = None
 
 
-def default_encoder() -> ClipEncoder:
+def default_encoder(allow_download: bool = True) -> ClipEncoder:
     """The process's one encoder of the registry's model (loaded on first use)."""
     global _default
     if _default is None:
-        _default = ClipEncoder()
+        _default = ClipEncoder(allow_download=allow_download)
     return _default

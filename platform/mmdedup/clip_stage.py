@@ -1,0 +1,150 @@
+"""CLIP vectors of items' pictures: stored, indexed in the float index, proposing
+candidates, and the `clip` signal for pairs. Off, with one logged message, wherever the
+encoder's weights cannot be had; everything else works the same without it."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import delete, func, insert, select
+from sqlalchemy.orm import Session
+
+from .config import Settings
+from .extract.clip import ClipEncoder, default_encoder
+from .extract.registry import EncoderUnavailable
+from .index.vectors import VectorIndex
+from .items import LoadedItem
+from .score.pairs import SignalValues
+from .store.schema import Signature, utcnow
+
+KIND = "clip"
+MAX_IMAGES = 64
+log = logging.getLogger("mmdedup")
+
+
+class ClipStage:
+    def __init__(self, home: Path, sessions, settings: Settings) -> None:  # noqa: ANN001
+        self.folder = home / "index"
+        self.sessions = sessions
+        self.settings = settings
+        self.off_reason: str | None = None
+        self._encoder: ClipEncoder | None = None
+        self._index: VectorIndex | None = None
+
+    @property
+    def encoder(self) -> ClipEncoder | None:
+        """The loaded encoder, or None (the reason logged once) when it cannot be had."""
+        if self.off_reason is not None:
+            return None
+        if self._encoder is None:
+            encoder = default_encoder(allow_download=self.settings.clip_download)
+            try:
+                encoder.load()
+            except EncoderUnavailable as exc:
+                self.off_reason = str(exc)
+                log.warning("%s", exc)
+                return None
+            self._encoder = encoder
+        return self._encoder
+
+    def index(self, session: Session, encoder: ClipEncoder) -> VectorIndex:
+        if self._index is not None:
+            return self._index
+        stored = _count(session, encoder.version)
+        try:
+            meta = json.loads((self.folder / "clip-index.json").read_text())
+            if meta == {"version": encoder.version, "count": stored}:
+                self._index = VectorIndex.load(self.folder / "clip-vectors.npz")
+                return self._index
+        except (OSError, ValueError, KeyError):
+            pass
+        self._index = VectorIndex(int(encoder.dim))
+        for pk, vectors in load_vectors(session, None, encoder.version, int(encoder.dim)).items():
+            self._add(pk, vectors)
+        return self._index
+
+    def _add(self, pk: int, vectors: np.ndarray) -> None:
+        n = min(len(vectors), MAX_IMAGES)
+        self._index.add(pk * MAX_IMAGES + np.arange(n, dtype=np.int64), vectors[:n])
+
+    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None:
+        items = [(pk, [a.data for a in li.assets if a.role == "image"]) for pk, li in changed]
+        items = [(pk, blobs) for pk, blobs in items if blobs]
+        if not items or (encoder := self.encoder) is None:
+            return None
+        index = self.index(session, encoder)
+        index.remove((np.asarray([pk for pk, _ in changed], np.int64)[:, None] * MAX_IMAGES
+                      + np.arange(MAX_IMAGES)).ravel())
+        vectors, _ = encoder.encode_image_bytes([b for _, blobs in items for b in blobs],
+                                                self.settings.max_image_pixels)
+        per_item, start = [], 0
+        for pk, blobs in items:
+            per_item.append((pk, vectors[start:start + len(blobs)]))
+            start += len(blobs)
+        pks = [pk for pk, _ in items]
+        session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks)))
+        now = utcnow()
+        session.execute(insert(Signature), [
+            {"item_pk": pk, "kind": KIND, "version": encoder.version,
+             "value": v.astype("<f4").tobytes(), "created_at": now} for pk, v in per_item])
+        for pk, v in per_item:
+            self._add(pk, v)
+        found = index.search(vectors, self.settings.clip_neighbours, self.settings.clip_min_cosine)
+        owner = np.repeat(np.asarray(pks, np.int64), [len(v) for _, v in per_item])
+        return np.stack([owner[found.query], found.ids // MAX_IMAGES], axis=1)
+
+    def after_chunk(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        if self._index is not None and self._encoder is not None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with self.sessions() as session:
+                stored = _count(session, self._encoder.version)
+            self._index.save(self.folder / "clip-vectors.npz")
+            (self.folder / "clip-index.json").write_text(json.dumps(
+                {"version": self._encoder.version, "count": stored}))
+
+    def calibrate(self, cosine: np.ndarray | float) -> np.ndarray:
+        xs, ys = zip(*self.settings.clip_calibration)
+        return np.interp(cosine, xs, ys)
+
+    def signal(self):  # noqa: ANN201
+        """The `clip` signal: the best cosine over the two items' pictures; absent (NaN)
+        while the encoder is off."""
+
+        def signal(session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
+            values = np.full(len(a), np.nan)
+            if self._encoder is None:
+                return SignalValues(values)
+            vectors = load_vectors(session, np.unique(np.concatenate([a, b])).tolist(),
+                                   self._encoder.version, int(self._encoder.dim))
+            cosine = np.zeros(len(a))
+            for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+                if x in vectors and y in vectors:
+                    cosine[i] = float((vectors[x] @ vectors[y].T).max())
+                    values[i] = float(self.calibrate(cosine[i]))
+            return SignalValues(values, {"cosine": cosine})
+
+        return signal
+
+
+def _count(session: Session, version: str) -> int:
+    return session.scalar(select(func.count()).select_from(Signature).where(
+        Signature.kind == KIND, Signature.version == version)) or 0
+
+
+def load_vectors(session: Session, pks: list[int] | None, version: str, dim: int) -> dict[int, np.ndarray]:
+    """{item pk: (images, dim) float32} of the given encoder version (all items if pks is None)."""
+    query = select(Signature.item_pk, Signature.value).where(Signature.kind == KIND,
+                                                            Signature.version == version)
+    chunks = [None] if pks is None else [pks[i:i + 5000] for i in range(0, len(pks), 5000)]
+    out = {}
+    for chunk in chunks:
+        q = query if chunk is None else query.where(Signature.item_pk.in_(chunk))
+        for pk, value in session.execute(q):
+            out[pk] = np.frombuffer(value, "<f4").astype(np.float32).reshape(-1, dim)
+    return out
