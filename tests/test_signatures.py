@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import xxhash
 
 from mmdedup.extract import minhash as minhash_mod
 from mmdedup.extract import simhash as simhash_mod
@@ -25,12 +24,15 @@ from mmdedup.extract import text as text_mod
 from mmdedup.extract.minhash import EMPTY, MinHash, WeightedMinHash, jaccard
 from mmdedup.extract.simhash import SIMHASH_VERSION, hamming, simhash64
 from mmdedup.extract.text import (
+    HASH_VERSION,
     TokenBatch,
     char_shingles,
     clean,
     collapse_terms,
     hash_strings,
     hash_tokens,
+    lanes64,
+    lookup,
     shingle_hashes,
     shingles,
     text_shingle_hashes,
@@ -44,7 +46,8 @@ PLATFORM = Path(__file__).resolve().parents[1] / "platform"
 SIGNERS = {
     "oph": MinHash(128),
     "kperm": MinHash(128, variant="kperm"),
-    "icws": WeightedMinHash(128),
+    "expand": WeightedMinHash(128),
+    "icws": WeightedMinHash(128, variant="icws"),
     "0bit": WeightedMinHash(128, variant="0bit"),
 }
 
@@ -69,7 +72,8 @@ def all_signatures(docs: list[list[str]]) -> dict[str, np.ndarray]:
     # TF-IDF-like float weights, a function of the token only (as an idf table would be).
     tfidf = collapse_terms(batch.with_weights(((batch.hashes % np.uint64(997)).astype(np.float64) + 1) / 7.3))
     out = {"hashes": batch.hashes, "simhash": simhash64(batch), "simhash_tf": simhash64(terms),
-           "simhash_tfidf": simhash64(tfidf), "icws_tfidf": WeightedMinHash(128)(tfidf)}
+           "simhash_tfidf": simhash64(tfidf), "expand_tfidf": WeightedMinHash(128)(tfidf),
+           "icws_tfidf": WeightedMinHash(128, variant="icws")(tfidf)}
     for name, signer in SIGNERS.items():
         out[name] = signer(batch)
     return out
@@ -103,6 +107,34 @@ def test_tokenize_mixed_chinese_english_numbers_and_stop_words() -> None:
     kept = tokenize("it is the best", drop_stop_words=False)
     assert kept == ["it", "is", "the", "best"]
     assert tokenize_many(["北京大学", ""]) == [["北京大学"], []]
+
+
+def reference_tokenize(text: str, drop_stop_words: bool = True) -> list[str]:
+    """The definition: `_TOKEN` over `clean(text)`, jieba for Han runs (the old loop)."""
+    tokens: list[str] = []
+    for match in text_mod._TOKEN.finditer(clean(text)):
+        han = match.group("han")
+        tokens.extend(text_mod._cut_han(han) if han is not None else [match.group()])
+    return [t for t in tokens if t not in text_mod.STOP_WORDS] if drop_stop_words else tokens
+
+
+def test_tokenize_fast_paths_equal_the_definition() -> None:
+    rng = random.Random(12)
+    pieces = list("abcXYZ019 ..,,::''`\t\n-_!?\"()<>&;/@") + [
+        "it's", "1,000", "3.14", "12:30", "don't", "u.s.", "...", " www.x.com ", "a@b.co", "http://x.y/z",
+        "ＷＷＷ.x.com", "ｈｔｔｐ：／／a.b", "&amp;", "&eacute;", "<p>", "</p>", "é", "中文", "北京大学", "，", "。",
+        "Ａ", "ｉ", "’", "“", "\u00a0", "\u3000", "\u2028", "\x1c", "٣", "²", "ß", "\u0301", "İ", "ſ", "K",
+        "Ω", "😀", "\U00020001", "the", "is", "not",
+    ]
+    ascii_pieces = list("ab1 2.,:'' \t") + ["it's", "1,000", "3.14", "e.g."]
+    for i in range(6000):
+        pool = ascii_pieces if i % 3 == 0 else pieces
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 30)))
+        for drop in (True, False):
+            assert tokenize(text, drop_stop_words=drop) == reference_tokenize(text, drop), repr(text)
+    english = " ".join(["The committee's budget (1,000 items) was approved on 12:30, i.e. at noon;",
+                        "it's the \u201cbest\u201d plan \u2014 costs fell 3.5% to $2.10!"] * 20)
+    assert tokenize(english) == reference_tokenize(english)
 
 
 def test_tokenize_ignores_width_case_markup_and_links() -> None:
@@ -155,17 +187,65 @@ def test_short_chinese_post_uses_character_bigrams() -> None:
 # --- hashing --------------------------------------------------------------------------
 
 
-def test_token_hashes_are_xxh3_of_utf8() -> None:
+def test_token_hashes_follow_the_reference_lanes64() -> None:
     rng = random.Random(7)
     alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 中文字符éü😀-'"
     strings = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(3000)]
-    strings += ["x" * k for k in range(300)] + ["", "a\0b"]  # every length class, a NUL
+    strings += ["x" * k for k in range(300)] + ["", "a\0b", "y" * 5000]  # every lane count, long, a NUL
     got = hash_strings(strings)
-    want = np.array([xxhash.xxh3_64_intdigest(s.encode("utf-8")) for s in strings], dtype=np.uint64)
+    want = np.array([lanes64(s.encode("utf-8")) for s in strings], dtype=np.uint64)
     assert got.dtype == np.uint64
     assert np.array_equal(got, want)
     docs = [strings[:10], [], strings[10:25]]
     assert np.array_equal(hash_tokens(docs).hashes, want[:25])
+    # Pinned values: the definition must not drift (a change needs a new HASH_VERSION).
+    assert HASH_VERSION == "lanes64-fmix-s0"
+    pinned = {"": 0x7ACDBB98B1344213, "a": 0x40AE22231F427968, "北京大学": 0x3ADD4B862A329344,
+              "abcdefghijklmnopq": 0x18746AB00B5288CA}
+    assert {w: lanes64(w.encode()) for w in pinned} == pinned
+    assert hash_strings(list(pinned)).tolist() == list(pinned.values())
+
+
+def test_token_hash_bits_are_balanced_and_avalanche() -> None:
+    rng = np.random.default_rng(3)
+    # Realistic tokens: short lowercase words and numbers, each bit ~1/2 set.
+    words = ["".join(chr(97 + c) for c in rng.integers(0, 26, rng.integers(1, 14))) for _ in range(20000)]
+    words += [str(i) for i in range(20000)]
+    h = hash_strings(words)
+    assert len(np.unique(h)) == len(set(words))
+    bits = np.unpackbits(h.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    share = bits.mean(axis=0)
+    assert np.all(np.abs(share - 0.5) < 0.02), share  # 4 sigma is ~0.01
+    # Avalanche: flipping any one input bit flips each output bit with probability ~1/2.
+    base = [bytes(rng.integers(0, 256, n, dtype=np.uint8)) for n in rng.integers(1, 40, 3000)]
+    flips = []
+    for data in base:
+        i = int(rng.integers(0, 8 * len(data)))
+        flipped = bytearray(data)
+        flipped[i // 8] ^= 1 << (i % 8)
+        flips.append(lanes64(data) ^ lanes64(bytes(flipped)))
+    diff = np.unpackbits(np.array(flips, "<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    assert np.all(np.abs(diff.mean(axis=0) - 0.5) < 0.06)  # per output bit, over 3,000 flips
+    assert abs(diff.sum(axis=1).mean() - 32) < 0.5
+    # Tokens of up to 7 bytes never collide (length in the top byte, a bijective mix).
+    short = hash_strings(["", "a", "a\0", "b", "ab", "ba", "abc", "\0", "\0\0", "zzzzzzz"])
+    assert len(np.unique(short)) == 10
+
+
+def test_token_hashes_identical_in_another_process() -> None:
+    script = (
+        "import sys, json; sys.path.insert(0, sys.argv[1]);"
+        "from mmdedup.extract.text import hash_strings;"
+        "print(json.dumps(hash_strings(json.loads(sys.stdin.read())).tolist()))"
+    )
+    words = ["", "a", "word", "北京大学", "don't", "x" * 200, "naïve"] + [f"w{i}" for i in range(100)]
+    outs = []
+    for hash_seed in ("0", "99"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        run = subprocess.run([sys.executable, "-c", script, str(PLATFORM)], input=json.dumps(words),
+                             capture_output=True, text=True, env=env, timeout=120, check=True)
+        outs.append(json.loads(run.stdout))
+    assert outs[0] == outs[1] == hash_strings(words).tolist()
 
 
 def test_shingle_hashes_equal_hashes_of_shingle_strings() -> None:
@@ -189,6 +269,21 @@ def test_hash_tokens_weights_fn_sees_distinct_tokens_once() -> None:
     assert batch.offsets.tolist() == [0, 3, 5]
 
 
+def test_lookup_finds_hashes_in_small_and_large_key_sets() -> None:
+    rng = np.random.default_rng(9)
+    for size in (0, 3, 5000, 200_000):
+        keys = np.unique(rng.integers(0, 2**64 - 1, size, dtype=np.uint64))
+        values = rng.random(len(keys)).astype(np.float32)
+        known = keys[rng.integers(0, len(keys), 3000)] if len(keys) else np.zeros(0, np.uint64)
+        query = np.concatenate([known, rng.integers(0, 2**64 - 1, 3000, dtype=np.uint64),
+                                np.array([0, 2**64 - 1], np.uint64)])
+        pos = np.minimum(np.searchsorted(keys, query), max(len(keys) - 1, 0))
+        found = (keys[pos] == query) if len(keys) else np.zeros(len(query), bool)
+        want = np.where(found, values[pos] if len(keys) else 0, np.float32(0.25)).astype(np.float32)
+        assert np.array_equal(lookup(keys, values, query, 0.25), want), size
+        assert lookup(keys, values, query.reshape(2, -1), 0.25).shape == (2, len(query) // 2)
+
+
 def test_collapse_terms_gives_term_frequencies() -> None:
     batch = hash_tokens([["a", "b", "a", "a"], [], ["c"], ["b", "b"]])
     tf = collapse_terms(batch)
@@ -206,6 +301,10 @@ def test_collapse_terms_gives_term_frequencies() -> None:
         for i in range(4)
     }
     assert got_w == {0: {ha: 1.0, hb: 1.0}, 1: {}, 2: {hc: 2.0}, 3: {hb: 2.0}}
+    many_empty = collapse_terms(hash_tokens([[]] * 70000 + [["b", "a", "b"], ["c"]]))
+    assert many_empty.hashes.tolist() == sorted([ha, hb]) + [hc]
+    assert dict(zip(many_empty.hashes.tolist(), many_empty.weights.tolist())) == {ha: 1.0, hb: 2.0, hc: 1.0}
+    assert many_empty.lengths[-2:].tolist() == [2, 1]
 
 
 # --- SimHash --------------------------------------------------------------------------
@@ -365,17 +464,71 @@ def test_weighted_minhash_estimates_weighted_jaccard(variant: str) -> None:
     assert abs(err.mean()) < (0.015 if variant == "icws" else 0.03)
 
 
+def tfidf_pair(rng: np.random.Generator, size: int, overlap: float):
+    """Two documents' TF-IDF terms: (1 + ln tf) * idf, idf in [0.5, 12], some tf changed."""
+    terms = rng.integers(0, 2**63, 3 * size, dtype=np.uint64)
+    idf = rng.uniform(0.5, 12.0, 3 * size)
+    shared = int(size * overlap)
+    pick = np.r_[0:shared, size : 2 * size - shared]
+    tf_a = rng.geometric(0.6, size)
+    tf_b = np.r_[np.where(rng.random(shared) < 0.3, rng.geometric(0.6, shared), tf_a[:shared]),
+                 rng.geometric(0.6, size - shared)]
+    return terms[:size], (1 + np.log(tf_a)) * idf[:size], terms[pick], (1 + np.log(tf_b)) * idf[pick]
+
+
+def test_expanded_minhash_estimates_weighted_jaccard() -> None:
+    rng = np.random.default_rng(32)
+    for make, scale, tolerance in ((tfidf_pair, None, (0.035, 0.15, 0.015)),
+                                   (weighted_pair, 3.0, (0.035, 0.15, 0.015)),
+                                   (weighted_pair, 1.0, (0.045, 0.35, 0.02))):  # w ~ delta: coarser
+        hashes, weights, truth = [], [], []
+        for size in (5, 30, 150, 600):
+            for overlap in (0.1, 0.4, 0.7, 0.9, 1.0):
+                for _ in range(4):
+                    ta, wa, tb, wb = make(rng, size, overlap)
+                    if scale is not None:
+                        wa, wb = wa * scale, wb * scale
+                    hashes += [ta, tb]
+                    weights += [wa, wb]
+                    truth.append(exact_weighted_jaccard(ta, wa, tb, wb))
+        sig = WeightedMinHash(128)(TokenBatch.from_arrays(hashes, weights))
+        err = jaccard(sig[0::2], sig[1::2]) - np.array(truth)
+        mean_abs, max_abs, bias = tolerance
+        assert np.abs(err).mean() < mean_abs, (make.__name__, scale, np.abs(err).mean())
+        assert np.abs(err).max() < max_abs, (make.__name__, scale, np.abs(err).max())
+        assert abs(err.mean()) < bias, (make.__name__, scale, err.mean())
+
+
+def test_expanded_minhash_units() -> None:
+    wmh = WeightedMinHash(128)
+    terms = np.arange(1, 2001, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    w = np.full(2000, 2.3)
+    copies, offsets = wmh.units(TokenBatch.from_arrays([terms], [w]))
+    assert set(copies.tolist()) == {2, 3} and abs(copies.mean() - 2.3) < 0.05  # unbiased rounding
+    assert offsets.tolist() == [0, int(copies.sum())]
+    # Rounding is consistent per term and monotone in the weight: min(units) = units(min).
+    more, _ = wmh.units(TokenBatch.from_arrays([terms], [w * 1.5]))
+    assert np.all(more >= copies)
+    capped, _ = wmh.units(TokenBatch.from_arrays([terms[:3]], [np.array([1e6, 1e9, 0.5])]))
+    assert capped[:2].tolist() == [256, 256]
+    # Weights far below delta keep the document alive (one unit per term), not empty.
+    tiny = WeightedMinHash(64)(TokenBatch.from_arrays([terms[:5], terms[:5]], [np.full(5, 1e-3)] * 2))
+    assert (tiny != EMPTY).all() and jaccard(tiny[0], tiny[1]) == 1.0
+
+
 def test_weighted_minhash_sees_weights_not_just_sets() -> None:
     rng = np.random.default_rng(8)
     terms = rng.integers(0, 2**63, 200, dtype=np.uint64)
     w1 = np.ones(200)
     w2 = np.where(np.arange(200) < 100, 10.0, 0.1)  # same set, very different weights
-    sig = WeightedMinHash(128)(TokenBatch.from_arrays([terms, terms, terms], [w1, w2, w1 * 3]))
-    exact = exact_weighted_jaccard(terms, w1, terms, w2)
-    assert abs(jaccard(sig[0], sig[1]) - exact) < 0.1 and exact < 0.3
-    assert jaccard(sig[0], sig[2]) < 0.6  # scaling changes t: not the same weighted set
-    tf = WeightedMinHash(128)(hash_tokens([["a", "a", "b"], ["b", "a", "a"], ["a", "b"]]))
-    assert jaccard(tf[0], tf[1]) == 1.0 and jaccard(tf[0], tf[2]) < 1.0
+    for variant in ("expand", "icws"):
+        wmh = WeightedMinHash(128, variant=variant)
+        sig = wmh(TokenBatch.from_arrays([terms, terms, terms], [w1, w2, w1 * 3]))
+        exact = exact_weighted_jaccard(terms, w1, terms, w2)
+        assert abs(jaccard(sig[0], sig[1]) - exact) < 0.1 and exact < 0.3
+        assert jaccard(sig[0], sig[2]) < 0.6  # scaling changes the weights: not the same set
+        tf = wmh(hash_tokens([["a", "a", "b"], ["b", "a", "a"], ["a", "b"]]))
+        assert jaccard(tf[0], tf[1]) == 1.0 and jaccard(tf[0], tf[2]) < 1.0
 
 
 def test_weighted_minhash_drops_nonpositive_weights() -> None:
@@ -383,9 +536,18 @@ def test_weighted_minhash_drops_nonpositive_weights() -> None:
     w = np.linspace(1, 2, 10)
     w_zero = w.copy()
     w_zero[:3] = 0.0
-    sig = WeightedMinHash(64)(TokenBatch.from_arrays([terms, terms[3:], terms, terms[:0]], [w_zero, w[3:], np.zeros(10), w[:0]]))
-    assert jaccard(sig[0], sig[1]) == 1.0
-    assert (sig[2] == EMPTY).all() and (sig[3] == EMPTY).all()
+    batch = TokenBatch.from_arrays([terms, terms[3:], terms, terms[:0]], [w_zero, w[3:], np.zeros(10), w[:0]])
+    for variant in ("expand", "icws", "0bit"):
+        sig = WeightedMinHash(64, variant=variant)(batch)
+        assert jaccard(sig[0], sig[1]) == 1.0
+        assert (sig[2] == EMPTY).all() and (sig[3] == EMPTY).all()
+        assert (sig[:2] != EMPTY).all()
+    # Already collapsed input (distinct terms in hash order, as textsig passes) is taken as is.
+    order = np.argsort(terms)
+    direct = WeightedMinHash(64)(TokenBatch.from_arrays([terms[order]], [w[order]]))
+    shuffled = WeightedMinHash(64)(TokenBatch.from_arrays([terms[::-1]], [w[::-1]]))
+    doubled = WeightedMinHash(64)(TokenBatch.from_arrays([np.r_[terms, terms]], [np.r_[w, w] / 2]))
+    assert np.array_equal(direct, shuffled) and np.array_equal(direct, doubled)
 
 
 # --- invariances ----------------------------------------------------------------------
@@ -406,7 +568,8 @@ def test_signatures_ignore_word_order() -> None:
     docs = tokenize_many([" ".join(sentences), " ".join(shuffled)])
     assert sorted(docs[0]) == sorted(docs[1]) and docs[0] != docs[1]
     sigs = all_signatures(docs)
-    for name in ("simhash", "simhash_tf", "simhash_tfidf", "oph", "kperm", "icws", "0bit", "icws_tfidf"):
+    for name in ("simhash", "simhash_tf", "simhash_tfidf", "oph", "kperm", "expand", "icws", "0bit",
+                 "expand_tfidf", "icws_tfidf"):
         assert np.array_equal(sigs[name][0], sigs[name][1]), name
 
 
@@ -421,7 +584,7 @@ def test_signature_of_a_document_does_not_depend_on_its_batch(monkeypatch: pytes
             continue
         assert np.array_equal(shuffled[name], values[order]), name
     single = all_signatures([docs[7]])
-    for name in ("simhash", "simhash_tfidf", "oph", "kperm", "icws", "0bit", "icws_tfidf"):
+    for name in ("simhash", "simhash_tfidf", "oph", "kperm", "expand", "icws", "0bit", "expand_tfidf", "icws_tfidf"):
         assert np.array_equal(single[name][0], reference[name][7]), name
     # Tiny chunks everywhere: every "document longer than a chunk" path is taken.
     monkeypatch.setattr(text_mod, "_GROUP", 64)
@@ -439,7 +602,7 @@ def test_empty_and_tiny_documents() -> None:
     docs = [[], ["单"], ["a", "b"], []]
     sigs = all_signatures(docs)
     assert sigs["simhash"][0] == 0 and sigs["simhash"][3] == 0
-    for name in ("oph", "kperm", "icws", "0bit"):
+    for name in ("oph", "kperm", "expand", "icws", "0bit"):
         s = sigs[name]
         assert (s[0] == EMPTY).all() and (s[3] == EMPTY).all(), name
         assert (s[1] != EMPTY).all() and (s[2] != EMPTY).all(), name
@@ -454,7 +617,9 @@ def test_versions_record_parameters() -> None:
     assert MinHash(64, seed=9, variant="kperm").version.startswith("minhash-kperm-p64-s9-")
     assert WeightedMinHash(32, seed=3, variant="0bit").version.startswith("wminhash-0bit-p32-s3-")
     assert MinHash(128).version != MinHash(128, seed=2).version
-    assert "xxh3" in SIMHASH_VERSION
+    assert HASH_VERSION in SIMHASH_VERSION and HASH_VERSION in MinHash(128).version
+    assert WeightedMinHash(128).version.startswith("wminhash-expand-d1-c256-p128-s1-")
+    assert WeightedMinHash(128, delta=0.5).version != WeightedMinHash(128).version
     seeds = [MinHash(128, seed=s)(hash_tokens([["a", "b", "c"]]))[0] for s in (1, 2)]
     assert not np.array_equal(*seeds)
 
@@ -473,8 +638,8 @@ batch = hash_tokens(tokenize_many(texts))
 terms = collapse_terms(batch)
 out = {"tokenizer": tokenizer_version(), "hashes": batch.hashes, "simhash": simhash64(batch),
        "simhash_tf": simhash64(terms), "oph": MinHash(128)(batch),
-       "kperm": MinHash(128, variant="kperm")(batch), "icws": WeightedMinHash(128)(terms),
-       "0bit": WeightedMinHash(128, variant="0bit")(terms)}
+       "kperm": MinHash(128, variant="kperm")(batch), "expand": WeightedMinHash(128)(terms),
+       "icws": WeightedMinHash(128, variant="icws")(terms), "0bit": WeightedMinHash(128, variant="0bit")(terms)}
 print(json.dumps({k: v if isinstance(v, str) else hashlib.sha256(v.tobytes()).hexdigest()
                   for k, v in out.items()}))
 """
@@ -504,7 +669,8 @@ def test_signatures_identical_in_another_process() -> None:
         "tokenizer": tokenizer_version(),
         "hashes": batch.hashes, "simhash": simhash64(batch), "simhash_tf": simhash64(terms),
         "oph": MinHash(128)(batch), "kperm": MinHash(128, variant="kperm")(batch),
-        "icws": WeightedMinHash(128)(terms), "0bit": WeightedMinHash(128, variant="0bit")(terms),
+        "expand": WeightedMinHash(128)(terms), "icws": WeightedMinHash(128, variant="icws")(terms),
+        "0bit": WeightedMinHash(128, variant="0bit")(terms),
     }
     here = {k: v if isinstance(v, str) else hashlib.sha256(v.tobytes()).hexdigest() for k, v in here.items()}
     assert here == digests[0]

@@ -11,7 +11,10 @@ The textbook loop (for token, for bit) is 64 Python steps a token. Here:
 - unweighted batches (weights None, so a repeated token simply votes again) count the set
   bits per position with bit-sliced adders: a block of (say) 512 token hashes is summed as
   64-bit words by a tree of ripple-carry adders into ten bit-planes (the 64 per-position
-  counts, in binary), about seven word operations per token instead of 64 additions;
+  counts, in binary), about seven word operations per token instead of 64 additions. The
+  tokens are scattered straight into the transposed (row, block) layout the tree halves
+  in place, and the tree's last levels (a few rows per block, all numpy call overhead)
+  run once for the whole batch rather than once per group of blocks;
 - weighted batches (TF-IDF) lay each document out in padded blocks and take, per block,
   the (1 x size) @ (size x 64) product of weights and 0/1 bits (BLAS, stacked over
   blocks), in chunks that stay in cache.
@@ -79,12 +82,13 @@ def _doc_chunks(offsets: np.ndarray, max_items: int):
         d0 = d1
 
 
-def _blocks(batch: TokenBatch, size: int, with_weights: bool, max_slots: int):
+def _blocks(batch: TokenBatch, size: int, with_weights: bool, max_slots: int, transposed: bool = False):
     """Documents padded to whole blocks of `size` tokens, a group of documents at a time.
 
     Yields (d0, d1, hashes (nb, size), weights (nb, size) or None, block starts of the
     non-empty documents d0 + nonempty, nonempty). Padding is hash 0 and weight 0, which
-    sets no bit and adds no weight. Buffers are reused between groups.
+    sets no bit and adds no weight. Buffers are reused between groups. `transposed` lays
+    the hashes out as (size, nb) instead (one scatter, rather than a scatter and a copy).
     """
     n = batch.n_docs
     lengths = batch.lengths
@@ -105,18 +109,48 @@ def _blocks(batch: TokenBatch, size: int, with_weights: bool, max_slots: int):
         if len(hbuf) < nb * size:
             hbuf = np.empty(max(nb, max_blocks) * size, np.uint64)
             wbuf = np.empty(len(hbuf), np.float32) if with_weights else wbuf
-        slots = np.arange(t0, t1, dtype=np.int64) + np.repeat(shift[d0:d1] - b0 * size, lengths[d0:d1])
         hashes = hbuf[: nb * size]
         hashes.fill(0)
-        hashes[slots] = batch.hashes[t0:t1]
+        nonempty = np.flatnonzero(blocks[d0:d1] > 0)
+        if transposed:
+            hashes[_transposed_slots(batch.offsets, lengths, block_off, d0 + nonempty, size, nb, b0)] = \
+                batch.hashes[t0:t1]
+        else:
+            slots = np.arange(t0, t1, dtype=np.int64) + np.repeat(shift[d0:d1] - b0 * size, lengths[d0:d1])
+            hashes[slots] = batch.hashes[t0:t1]
         weights = None
         if with_weights:
             weights = wbuf[: nb * size]
             weights.fill(0)
             weights[slots] = batch.weights[t0:t1]
             weights = weights.reshape(nb, size)
-        nonempty = np.flatnonzero(blocks[d0:d1] > 0)
-        yield d0, d1, hashes.reshape(nb, size), weights, (block_off[d0:d1] - b0)[nonempty], nonempty
+        yield d0, d1, hashes.reshape(-1, nb if transposed else size), weights, (block_off[d0:d1] - b0)[nonempty], nonempty
+
+
+def _transposed_slots(offsets, lengths, block_off, docs, size, nb, b0):
+    """Where each token of these (non-empty, consecutive-in-the-batch) documents goes in a
+    (size, nb) layout: token i of doc d at row i % size, column block_off[d] - b0 + i // size.
+
+    As a running sum: +nb from one token to the next, a jump at each document's first
+    token and where a long document starts its next block; one cumsum instead of the
+    repeats and arithmetic of computing every index outright.
+    """
+    t0 = int(offsets[docs[0]])
+    steps = np.full(int(offsets[docs[-1] + 1]) - t0, nb, dtype=np.int64)
+    first = offsets[docs] - t0
+    start = block_off[docs] - b0
+    last = lengths[docs] - 1
+    lg = size.bit_length() - 1
+    end = (last & (size - 1)) * nb + start + (last >> lg)
+    steps[first[0]] = start[0]
+    steps[first[1:]] = start[1:] - end[:-1]
+    long_docs = np.flatnonzero(last >= size)
+    if len(long_docs):  # next block of a long document: row 0, one column on
+        extra = (lengths[docs[long_docs]] - 1) >> lg
+        at = np.repeat(first[long_docs], extra) + size * (
+            np.arange(int(extra.sum())) - np.repeat(np.cumsum(extra) - extra, extra) + 1)
+        steps[at] = 1 - (size - 1) * nb
+    return np.cumsum(steps, out=steps)
 
 
 def _weighted_ones(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -144,47 +178,66 @@ def _weighted_ones(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
     return ones, total
 
 
+# The adder tree's last levels work on a few rows per block: per group of blocks they are
+# ~150 numpy calls on arrays of a few thousand words, all call overhead. So each group
+# only goes down to this many rows, its planes are set aside, and the last levels run
+# once over the planes of every group of the batch.
+_DEEP_ROWS = 32
+
+
 def _count_bits(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
     """Per document: how many tokens have bit j set (n, 64), and the token count (n,)."""
     n = batch.n_docs
     ones = np.zeros((n, 64), dtype=np.int64)
     size = _pick_block(batch.lengths, per_block=0.0, per_plane=16.0)
-    columns = scratch = np.empty(0, np.uint64)
-    for d0, _, hashes, _, starts, nonempty in _blocks(batch, size, False, _SLOTS_UNWEIGHTED):
-        nb = len(hashes)
-        if len(columns) < nb * size:
-            columns, scratch = np.empty(nb * size, np.uint64), np.empty(nb * size, np.uint64)
-        # Transposed, so the adder tree halves rows: contiguous slices, in-place numpy ops.
-        cols = columns[: nb * size].reshape(size, nb)
-        np.copyto(cols, hashes.T)
-        counts = _block_counts(cols, scratch[: nb * size])
-        ones[d0 + nonempty] = np.add.reduceat(counts, starts, axis=0)
+    blocks = -(-batch.lengths // size)
+    n_blocks = int(blocks.sum())
+    if n_blocks == 0:
+        return ones, batch.lengths
+    rows = min(size, _DEEP_ROWS)
+    deep = np.empty((size.bit_length() - rows.bit_length() + 1, rows, n_blocks), np.uint64)
+    scratch = np.empty(0, np.uint64)
+    block_off = np.zeros(n + 1, np.int64)
+    np.cumsum(blocks, out=block_off[1:])
+    for d0, _, cols, _, _, _ in _blocks(batch, size, False, _SLOTS_UNWEIGHTED, transposed=True):
+        # Transposed, so the adder tree halves rows: contiguous slices, in-place numpy ops
+        # (halves of each row of a (blocks, size) layout interleave in memory, and numpy
+        # then copies the inputs of every in-place operation to be safe).
+        if len(scratch) < cols.size:
+            scratch = np.empty(cols.size, np.uint64)
+        b0 = int(block_off[d0])
+        planes = _add_halves([cols], rows, scratch[: cols.size])
+        for i, plane in enumerate(planes):
+            deep[i, :, b0 : b0 + cols.shape[1]] = plane
+    counts = _plane_counts(_add_halves(list(deep), 1, None))
+    nonempty = np.flatnonzero(blocks > 0)
+    ones[nonempty] = np.add.reduceat(counts, block_off[nonempty], axis=0)
     return ones, batch.lengths
 
 
-def _block_counts(columns: np.ndarray, scratch: np.ndarray) -> np.ndarray:
-    """Count set bits per position down each column of words: (size, cols) -> (cols, 64).
+def _add_halves(planes: list[np.ndarray], stop: int, scratch: np.ndarray | None) -> list[np.ndarray]:
+    """Add the top and bottom halves of the rows of a bit-sliced number until `stop` rows
+    are left: (height, cols) planes -> (stop, cols) planes, one more per halving.
 
     A tree of ripple-carry adders on bit-planes: a number is a list of planes (plane i holds
-    bit i of 64 counters side by side in one uint64); the top and bottom halves of the rows
-    are added until one row is left, log2(size)+1 planes deep. All in place: `columns` and
-    `scratch` (same size) are overwritten, nothing is allocated per level.
+    bit i of 64 counters side by side in one uint64). In place: the planes and `scratch`
+    (as large as the first plane, or None to allocate) are overwritten; nothing of the
+    planes' size is allocated per level.
     """
-    size, cols = columns.shape
-    carries = scratch[: (size - 1) * cols]
-    xbuf = scratch[(size - 1) * cols : (size - 1) * cols + (size // 2) * cols]
-    if len(xbuf) < (size // 2) * cols:  # size == 1 has nothing to add; otherwise fits
-        xbuf = np.empty((size // 2) * cols, np.uint64)
-    planes = [columns]
+    height, cols = planes[0].shape
+    if scratch is None:
+        scratch = np.empty(height * cols, np.uint64)
+    # Carries of successive levels take height/2, height/4, ... rows of `scratch`; the
+    # scratch word (x below) the rows after them, or a fresh array where they run out.
     used = 0
-    height = size
-    while height > 1:
+    while height > stop:
         half = height // 2
         low = [p[:half] for p in planes]
         high = [p[half:] for p in planes]
-        carry = carries[used : used + half * cols].reshape(half, cols)
+        carry = scratch[used : used + half * cols].reshape(half, cols)
         used += half * cols
-        x = xbuf[: half * cols].reshape(half, cols)
+        rest = scratch[used : used + half * cols]
+        x = rest.reshape(half, cols) if len(rest) == half * cols else np.empty((half, cols), np.uint64)
         np.bitwise_and(low[0], high[0], out=carry)
         np.bitwise_xor(low[0], high[0], out=low[0])
         for a, b in zip(low[1:], high[1:]):
@@ -195,6 +248,12 @@ def _block_counts(columns: np.ndarray, scratch: np.ndarray) -> np.ndarray:
             np.bitwise_or(carry, b, out=carry)
         planes = low + [carry]
         height = half
+    return planes
+
+
+def _plane_counts(planes: list[np.ndarray]) -> np.ndarray:
+    """(1, cols) planes of a bit-sliced number -> its 64 counters per column (cols, 64)."""
+    cols = planes[0].shape[1]
     stacked = np.stack([p[0] for p in planes], axis=1).astype("<u8", copy=False)  # (cols, P)
     bits = np.unpackbits(stacked.view(np.uint8).reshape(cols, len(planes), 8), axis=2, bitorder="little")
     counts = bits[:, 0, :].astype(np.int32)
