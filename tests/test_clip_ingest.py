@@ -18,6 +18,7 @@ from mmdedup.extract import clip
 from mmdedup.store.schema import Signature
 
 from test_clip import TINY, tiny_checkpoint, write_registry  # noqa: F401
+from test_video import photos  # noqa: F401
 
 
 @pytest.fixture
@@ -60,3 +61,21 @@ def test_without_weights_the_signal_is_off_with_one_message(platform: Platform, 
     pairs = {frozenset((p["a"], p["b"])): p for p in platform.pairs("weak")}
     assert pairs[frozenset(("a", "a-small"))]["signals"].get("clip") is None
     assert pairs[frozenset(("a", "a2"))]["tier"] == "strong"
+
+
+def test_video_keyframes_get_clip_vectors(platform: Platform, tiny_checkpoint: Path,  # noqa: F811
+                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch, photos) -> None:  # noqa: F811
+    from test_video import clip as make_clip, encode
+
+    write_registry(tmp_path, f'[clip]\nmodel = "{TINY}"\ncheckpoint = "{tiny_checkpoint}"\n', monkeypatch)
+    monkeypatch.setattr(clip, "_default", None)
+    folder = tmp_path / "v"
+    folder.mkdir()
+    encode(make_clip(photos["astronaut"], photos["coffee"]), path=folder / "a.mp4")
+    Image.fromarray(data.astronaut()).save(folder / "still.png")
+    platform.ingest([{"id": "video", "video": "a.mp4"}, {"id": "still", "images": ["still.png"]}], root=folder)
+    with platform.sessions() as session:
+        sizes = dict(session.execute(select(Signature.item_pk, Signature.value).where(Signature.kind == "clip")).all())
+    video_pk, still_pk = sorted(sizes)
+    # one vector for the still picture, several for the video's keyframes
+    assert len(sizes[video_pk]) >= 3 * len(sizes[still_pk]) > 0

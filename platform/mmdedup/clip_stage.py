@@ -1,5 +1,5 @@
-"""CLIP vectors of items' pictures: stored, indexed in the float index, proposing
-candidates, and the `clip` signal for pairs. Off, with one logged message, wherever the
+"""CLIP vectors of items' pictures and video keyframes: stored, indexed in the float
+index, proposing candidates, and the `clip` signal for pairs. Off, with one logged message, wherever the
 encoder's weights cannot be had; everything else works the same without it."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from .config import Settings
 from .extract.clip import ClipEncoder, default_encoder
 from .extract.registry import EncoderUnavailable
+from .extract.video import VideoError, video_frames
 from .index.vectors import VectorIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
@@ -71,20 +72,18 @@ class ClipStage:
         self._index.add(pk * MAX_IMAGES + np.arange(n, dtype=np.int64), vectors[:n])
 
     def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None:
-        items = [(pk, [a.data for a in li.assets if a.role == "image"]) for pk, li in changed]
-        items = [(pk, blobs) for pk, blobs in items if blobs]
+        items = [(pk, li) for pk, li in changed
+                 if li.video is not None or any(a.role == "image" for a in li.assets)]
         if not items or (encoder := self.encoder) is None:
             return None
         index = self.index(session, encoder)
         index.remove((np.asarray([pk for pk, _ in changed], np.int64)[:, None] * MAX_IMAGES
                       + np.arange(MAX_IMAGES)).ravel())
-        vectors, _ = encoder.encode_image_bytes([b for _, blobs in items for b in blobs],
-                                                self.settings.max_image_pixels)
-        per_item, start = [], 0
-        for pk, blobs in items:
-            per_item.append((pk, vectors[start:start + len(blobs)]))
-            start += len(blobs)
-        pks = [pk for pk, _ in items]
+        per_item = [(pk, self._vectors(encoder, li)) for pk, li in items]
+        per_item = [(pk, v) for pk, v in per_item if len(v)]
+        if not per_item:
+            return None
+        pks = [pk for pk, _ in per_item]
         session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks)))
         now = utcnow()
         session.execute(insert(Signature), [
@@ -92,9 +91,30 @@ class ClipStage:
              "value": v.astype("<f4").tobytes(), "created_at": now} for pk, v in per_item])
         for pk, v in per_item:
             self._add(pk, v)
+        vectors = np.concatenate([v for _, v in per_item])
         found = index.search(vectors, self.settings.clip_neighbours, self.settings.clip_min_cosine)
         owner = np.repeat(np.asarray(pks, np.int64), [len(v) for _, v in per_item])
         return np.stack([owner[found.query], found.ids // MAX_IMAGES], axis=1)
+
+    def _vectors(self, encoder: ClipEncoder, li: LoadedItem) -> np.ndarray:
+        """CLIP vectors of an item's pictures, then of its video's keyframes (spread over
+        the video, MAX_IMAGES in all): one set per item, so the signal is the best match
+        whichever medium the picture came in."""
+        blobs = [a.data for a in li.assets if a.role == "image"]
+        vectors, errors = encoder.encode_image_bytes(blobs, self.settings.max_image_pixels)
+        vectors = vectors[[e is None for e in errors]]
+        clip = next((a for a in li.assets if a.role == "video"), None)
+        room = MAX_IMAGES - len(vectors)
+        if clip is not None and room > 0:
+            try:
+                frames = video_frames(clip.data, max_seconds=self.settings.max_video_seconds,
+                                      keep_images=True)
+            except VideoError:
+                frames = None
+            if frames is not None and frames.images:
+                keep = np.unique(np.linspace(0, len(frames.images) - 1, min(room, len(frames.images))).astype(int))
+                vectors = np.concatenate([vectors, encoder.encode_images([frames.images[i] for i in keep])])
+        return vectors
 
     def after_chunk(self) -> None:
         pass
