@@ -19,6 +19,7 @@ from .extract.video import VideoError, video_frames
 from .index.vectors import VectorIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
+from .store.db import load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "clip"
@@ -158,13 +159,6 @@ def _count(session: Session, version: str) -> int:
 
 
 def load_vectors(session: Session, pks: list[int] | None, version: str, dim: int) -> dict[int, np.ndarray]:
-    """{item pk: (images, dim) float32} of the given encoder version (all items if pks is None)."""
-    query = select(Signature.item_pk, Signature.value).where(Signature.kind == KIND,
-                                                            Signature.version == version)
-    chunks = [None] if pks is None else [pks[i:i + 5000] for i in range(0, len(pks), 5000)]
-    out = {}
-    for chunk in chunks:
-        q = query if chunk is None else query.where(Signature.item_pk.in_(chunk))
-        for pk, value in session.execute(q):
-            out[pk] = np.frombuffer(value, "<f4").astype(np.float32).reshape(-1, dim)
-    return out
+    """{item pk: (vectors, dim) float32} of the given encoder version (all items if pks is None)."""
+    return {pk: np.frombuffer(v, "<f4").astype(np.float32).reshape(-1, dim)
+            for pk, v in load_signatures(session, KIND, version, pks).items()}

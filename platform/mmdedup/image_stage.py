@@ -22,6 +22,7 @@ from .extract.image import IMAGE_VERSION, ImageCodes, calibrate, image_distance
 from .index.hamming import HammingIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
+from .store.db import load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "image"
@@ -57,11 +58,8 @@ class ImageIndex:
                 return index
         except (OSError, ValueError, KeyError):
             pass
-        query = select(Signature.item_pk, Signature.value).where(
-            Signature.kind == KIND, Signature.version == IMAGE_VERSION).execution_options(yield_per=20_000)
-        for rows in session.execute(query).partitions():
-            for pk, value in rows:
-                index.add(pk, unpack(value))
+        for pk, value in load_signatures(session, KIND, IMAGE_VERSION).items():
+            index.add(pk, unpack(value))
         return index
 
     def add(self, pk: int, codes: ImageCodes) -> None:
@@ -149,13 +147,7 @@ class ImageStage:
 
 
 def load_codes(session: Session, pks: list[int]) -> dict[int, ImageCodes]:
-    out = {}
-    for start in range(0, len(pks), 5000):
-        for pk, value in session.execute(select(Signature.item_pk, Signature.value).where(
-                Signature.kind == KIND, Signature.version == IMAGE_VERSION,
-                Signature.item_pk.in_(pks[start:start + 5000]))):
-            out[pk] = unpack(value)
-    return out
+    return {pk: unpack(v) for pk, v in load_signatures(session, KIND, IMAGE_VERSION, pks).items()}
 
 
 def image_signal(settings: Settings):  # noqa: ANN201

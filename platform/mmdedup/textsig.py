@@ -38,6 +38,7 @@ from .index.hamming import HammingIndex
 from .index.lsh import BandLSH
 from .learn.tfidf import TfidfModel
 from .score.pairs import SignalFn, SignalValues
+from .store.db import load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "text"
@@ -212,12 +213,8 @@ class TextIndex:
     @classmethod
     def rebuild(cls, folder: Path, version: str, settings: Settings, session: Session) -> TextIndex:
         index = cls(folder, version, settings)
-        query = select(Signature.item_pk, Signature.value).where(
-            Signature.kind == KIND, Signature.version == version).execution_options(yield_per=20_000)
-        for rows in session.execute(query).partitions():
-            pks = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            sk = TextSketches.unpack([r[1] for r in rows])
-            index.add(pks[~sk.empty], sk.take(~sk.empty))
+        pks, sk = load_sketches(session, None, version)
+        index.add(pks[~sk.empty], sk.take(~sk.empty))
         return index
 
     def add(self, pks: np.ndarray, sk: TextSketches) -> None:
@@ -247,18 +244,10 @@ class TextIndex:
             {"version": self.version, "count": stored, "lsh": [self.lsh.bands, self.lsh.rows]}))
 
 
-def load_sketches(session: Session, pks: np.ndarray, version: str) -> tuple[np.ndarray, TextSketches]:
+def load_sketches(session: Session, pks: np.ndarray | None, version: str) -> tuple[np.ndarray, TextSketches]:
     """Stored sketches of these items (of the given version), as (pks, sketches)."""
-    found_pks: list[int] = []
-    blobs: list[bytes] = []
-    unique = np.unique(pks).tolist()
-    for start in range(0, len(unique), 5000):
-        for pk, value in session.execute(select(Signature.item_pk, Signature.value).where(
-                Signature.kind == KIND, Signature.version == version,
-                Signature.item_pk.in_(unique[start:start + 5000]))):
-            found_pks.append(pk)
-            blobs.append(value)
-    return np.asarray(found_pks, np.int64), TextSketches.unpack(blobs)
+    found = load_signatures(session, KIND, version, None if pks is None else np.unique(pks).tolist())
+    return np.fromiter(found, np.int64, len(found)), TextSketches.unpack(list(found.values()))
 
 
 # --- the ingest step ------------------------------------------------------------------

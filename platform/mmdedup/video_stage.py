@@ -22,6 +22,7 @@ from .extract.video import VIDEO_VERSION, VideoFrames, video_match
 from .index.hamming import HammingIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
+from .store.db import load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "video"
@@ -66,11 +67,8 @@ class VideoStage:
         except (OSError, ValueError, KeyError):
             pass
         self._index = HammingIndex()
-        query = select(Signature.item_pk, Signature.value).where(
-            Signature.kind == KIND, Signature.version == VIDEO_VERSION).execution_options(yield_per=5000)
-        for rows in session.execute(query).partitions():
-            for pk, value in rows:
-                self._add(pk, unpack(value))
+        for pk, value in load_signatures(session, KIND, VIDEO_VERSION).items():
+            self._add(pk, unpack(value))
         return self._index
 
     def _add(self, pk: int, frames: VideoFrames) -> None:
@@ -127,13 +125,7 @@ class VideoStage:
 
 
 def load_frames(session: Session, pks: list[int]) -> dict[int, VideoFrames]:
-    out = {}
-    for start in range(0, len(pks), 2000):
-        for pk, value in session.execute(select(Signature.item_pk, Signature.value).where(
-                Signature.kind == KIND, Signature.version == VIDEO_VERSION,
-                Signature.item_pk.in_(pks[start:start + 2000]))):
-            out[pk] = unpack(value)
-    return out
+    return {pk: unpack(v) for pk, v in load_signatures(session, KIND, VIDEO_VERSION, pks).items()}
 
 
 def video_signal(stage: VideoStage):  # noqa: ANN201

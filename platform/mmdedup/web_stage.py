@@ -21,7 +21,7 @@ from .extract.minhash import jaccard
 from .extract.web import DOM_VERSION, BlockStats, block_hashes, dom_sketch, drop_repeated
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .store.db import add_counts
+from .store.db import add_counts, load_signatures
 from .store.schema import Item, Signature, WebBlock, WebSite, utcnow
 
 DOM_KIND = "dom"
@@ -101,12 +101,8 @@ def dom_signal(session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
     if len(a) == 0:
         return SignalValues(out)
     wanted = np.unique(np.concatenate([a, b])).tolist()
-    rows = {}
-    for start in range(0, len(wanted), 5000):
-        for pk, value in session.execute(select(Signature.item_pk, Signature.value).where(
-                Signature.kind == DOM_KIND, Signature.version == DOM_VERSION,
-                Signature.item_pk.in_(wanted[start:start + 5000]))):
-            rows[pk] = np.frombuffer(value, np.uint32, offset=8)
+    rows = {pk: np.frombuffer(value, np.uint32, offset=8)
+            for pk, value in load_signatures(session, DOM_KIND, DOM_VERSION, wanted).items()}
     have = np.array([int(x) in rows and int(y) in rows for x, y in zip(a.tolist(), b.tolist())], bool)
     if have.any():
         sig_a = np.stack([rows[int(x)] for x in a[have].tolist()])

@@ -88,7 +88,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .text import HASH_VERSION, TokenBatch, collapse_terms
+from .text import HASH_VERSION, TokenBatch, collapse_terms, doc_ranges
 
 EMPTY = np.uint32(0xFFFFFFFF)
 
@@ -146,15 +146,6 @@ def _row_bases(offsets: np.ndarray, d0: int, d1: int, k: int) -> np.ndarray:
     return base
 
 
-def _doc_chunks(offsets: np.ndarray, max_tokens: int):
-    n = len(offsets) - 1
-    d0 = 0
-    while d0 < n:
-        d1 = int(np.searchsorted(offsets, offsets[d0] + max_tokens, side="right")) - 1
-        d1 = min(max(d1, d0 + 1), n)
-        yield d0, d1
-        d0 = d1
-
 
 class MinHash:
     """MinHash signatures of the hash sets in a TokenBatch (weights ignored, repeats too)."""
@@ -194,7 +185,7 @@ class MinHash:
         sig = np.full((n, k), EMPTY, dtype=np.uint32)
         offsets, lengths = batch.offsets, batch.lengths
         flat = sig.reshape(-1)
-        for d0, d1 in _doc_chunks(offsets, _CHUNK_TOKENS):
+        for d0, d1 in doc_ranges(offsets, _CHUNK_TOKENS):
             t0, t1 = int(offsets[d0]), int(offsets[d1])
             if t0 == t1:
                 continue
@@ -267,7 +258,7 @@ class MinHash:
         keys = batch.hashes >> _U(32)
         a, b = self._a[None, :], self._b[None, :]
         limit = max(_CHUNK_CELLS // k, 1)
-        for d0, d1 in _doc_chunks(offsets, limit):
+        for d0, d1 in doc_ranges(offsets, limit):
             t0, t1 = int(offsets[d0]), int(offsets[d1])
             # A document longer than a chunk is done in parts, keeping the minimum.
             for s0 in range(t0, t1, limit) if t1 - t0 > limit else (t0,):
@@ -378,7 +369,7 @@ class WeightedMinHash:
         flat = sig.reshape(-1)
         offsets = terms.offsets
         doc_of = terms.doc_ids().astype(np.uint64)
-        for d0, d1 in _doc_chunks(unit_off, _CHUNK_TOKENS):
+        for d0, d1 in doc_ranges(unit_off, _CHUNK_TOKENS):
             u0, u1 = int(unit_off[d0]), int(unit_off[d1])
             if u0 == u1:
                 continue
@@ -457,14 +448,14 @@ class WeightedMinHash:
         with np.errstate(over="ignore"):
             # Variables are drawn once per distinct term of a group of documents and shared
             # by the chunks of that group (Zipf: most terms of a chunk recur across it).
-            for g0, g1 in _doc_chunks(offsets, cells * _GROUP_CHUNKS):
+            for g0, g1 in doc_ranges(offsets, cells * _GROUP_CHUNKS):
                 u0, u1 = int(offsets[g0]), int(offsets[g1])
                 if u0 == u1:
                     continue
                 uniq, inverse = np.unique(hashes[u0:u1], return_inverse=True)
                 variables = self._variables(uniq)
                 inverse = inverse.reshape(-1)
-                for d0, d1 in _doc_chunks(offsets[g0 : g1 + 1] - u0, cells):
+                for d0, d1 in doc_ranges(offsets[g0 : g1 + 1] - u0, cells):
                     d0, d1 = g0 + d0, g0 + d1
                     t0, t1 = int(offsets[d0]), int(offsets[d1])
                     # A document longer than a chunk is done in parts, keeping the best.

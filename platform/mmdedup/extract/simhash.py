@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .text import HASH_VERSION, TokenBatch
+from .text import HASH_VERSION, TokenBatch, doc_ranges
 
 SIMHASH_VERSION = f"simhash64-{HASH_VERSION}-v1"
 
@@ -71,16 +71,6 @@ def _pick_block(lengths: np.ndarray, per_block: float, per_plane: float) -> int:
     return best
 
 
-def _doc_chunks(offsets: np.ndarray, max_items: int):
-    """Yield (first_doc, end_doc) ranges holding about max_items items (a long doc alone)."""
-    n = len(offsets) - 1
-    d0 = 0
-    while d0 < n:
-        d1 = int(np.searchsorted(offsets, offsets[d0] + max_items, side="right")) - 1
-        d1 = min(max(d1, d0 + 1), n)
-        yield d0, d1
-        d0 = d1
-
 
 def _blocks(batch: TokenBatch, size: int, with_weights: bool, max_slots: int, transposed: bool = False):
     """Documents padded to whole blocks of `size` tokens, a group of documents at a time.
@@ -100,7 +90,7 @@ def _blocks(batch: TokenBatch, size: int, with_weights: bool, max_slots: int, tr
     max_blocks = max(max_slots // size, 1)
     hbuf = np.empty(0, np.uint64)
     wbuf = np.empty(0, np.float32)
-    for d0, d1 in _doc_chunks(block_off, max_blocks):
+    for d0, d1 in doc_ranges(block_off, max_blocks):
         b0, b1 = int(block_off[d0]), int(block_off[d1])
         if b0 == b1:
             continue

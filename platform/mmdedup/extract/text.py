@@ -613,8 +613,9 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return offsets
 
 
-def _groups(offsets: np.ndarray, size: int = _GROUP):
-    """(first_doc, end_doc) ranges of about `size` entries each (a longer doc alone)."""
+def doc_ranges(offsets: np.ndarray, size: int = _GROUP):
+    """(first_doc, end_doc) ranges of about `size` entries each (a longer doc alone): how
+    every kernel here bounds its temporaries on a big batch."""
     n = len(offsets) - 1
     d0 = 0
     while d0 < n:
@@ -636,7 +637,7 @@ def _segments(docs: list, offsets: np.ndarray, sep: str):
     Raises _SepInToken if a token contains `sep` (boundaries would be ambiguous).
     """
     code = ord(sep)
-    for d0, d1 in _groups(offsets):
+    for d0, d1 in doc_ranges(offsets):
         n = int(offsets[d1] - offsets[d0])
         if n == 0:
             continue
@@ -826,7 +827,7 @@ def collapse_terms(batch: TokenBatch) -> TokenBatch:
     counts = np.zeros(n, dtype=np.int64)
     parts_h: list[np.ndarray] = []
     parts_w: list[np.ndarray] = []
-    for d0, d1 in _groups(batch.offsets):
+    for d0, d1 in doc_ranges(batch.offsets):
         t0, t1 = int(batch.offsets[d0]), int(batch.offsets[d1])
         if t0 == t1:
             continue

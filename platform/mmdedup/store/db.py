@@ -13,7 +13,7 @@ from typing import Iterator
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, select
 from sqlalchemy.orm import Session, sessionmaker
 
 DB_FILENAME = "mmdedup.db"
@@ -95,3 +95,19 @@ def add_counts(session: Session, table: type, keys: tuple[str, ...], column: str
         set_={column: getattr(table, column) + stmt.excluded[column]},
     )
     session.execute(stmt, rows)
+
+
+def load_signatures(session: Session, kind: str, version: str,
+                    pks: list[int] | None = None) -> dict[int, bytes]:
+    """{item pk: value} of one signature kind and version, for these items (all if None);
+    signatures of any other version are never returned, so they are never compared."""
+    from .schema import Signature
+
+    query = select(Signature.item_pk, Signature.value).where(
+        Signature.kind == kind, Signature.version == version)
+    if pks is None:
+        return dict(session.execute(query).all())
+    out: dict[int, bytes] = {}
+    for start in range(0, len(pks), 5000):
+        out.update(session.execute(query.where(Signature.item_pk.in_(pks[start:start + 5000]))).all())
+    return out
