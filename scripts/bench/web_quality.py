@@ -408,7 +408,6 @@ def main() -> None:
 
     pages, sites = build_corpus(args.seed, args.en, args.zh)
     n = len(pages)
-    ids = [p[0] for p in pages]
     body = np.array([p[2] for p in pages])
     case = np.array([p[3] for p in pages])
     site = np.array([p[4] for p in pages])
