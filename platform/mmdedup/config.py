@@ -55,7 +55,7 @@ class Settings:
     # TF-IDF: jieba's IDF prior until this many texts, then corpus frequencies, frozen anew
     # (and everything re-signed) each time the corpus has grown by this factor.
     tfidf_min_docs: int = 200
-    tfidf_refresh_growth: float = 4.0
+    tfidf_refresh_growth: float = 8.0
 
     # Image signal: pHash distance in bits -> score (different photos are at least 14 bits
     # apart in the benchmark, so 12 bits is the medium tier); candidates within this radius.

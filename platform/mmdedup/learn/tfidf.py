@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +32,7 @@ from ..store.schema import DocFreq, ModelVersion
 PRIOR_VERSION = "prior-jieba"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TfidfModel:
     """IDF by term hash (`keys` sorted); `default` for terms the model has never seen."""
 
@@ -43,7 +43,31 @@ class TfidfModel:
     default: float
 
     def weights(self, hashes: np.ndarray) -> np.ndarray:
-        return lookup(self.keys, self.idf, hashes, self.default)
+        """IDF of every token hash of a batch. A direct-mapped table (hash & mask) answers
+        most lookups in a few vectorised steps; only hashes landing on a slot that several
+        model terms share fall back to binary search. This runs on every token at ingest,
+        where a plain searchsorted over the model cost more than all three sketches."""
+        mask, keys, values, shared = self._table
+        hashes = np.asarray(hashes, np.uint64)
+        slot = (hashes & mask).astype(np.intp)
+        out = np.where(keys[slot] == hashes, values[slot], np.float32(self.default))
+        clash = shared[slot]
+        if clash.any():
+            out[clash] = lookup(self.keys, self.idf, hashes[clash], self.default)
+        return out
+
+    @cached_property
+    def _table(self) -> tuple[np.uint64, np.ndarray, np.ndarray, np.ndarray]:
+        size = 1 << max(16, int(np.ceil(np.log2(max(len(self.keys), 1) * 4))))
+        slot = (self.keys & np.uint64(size - 1)).astype(np.intp)
+        keys = np.zeros(size, np.uint64)
+        values = np.zeros(size, np.float32)
+        keys[slot] = self.keys  # a clashing slot keeps one of its keys: `shared` catches it
+        values[slot] = self.idf
+        shared = np.bincount(slot, minlength=size) > 1
+        # A hash of 0 would match an empty slot's zero key: send those to binary search.
+        shared[0] = True
+        return np.uint64(size - 1), keys, values, shared
 
     @classmethod
     def from_counts(cls, keys: np.ndarray, df: np.ndarray, n_docs: int) -> TfidfModel:
