@@ -16,7 +16,13 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from .clip_stage import ClipStage
 from .config import DEFAULT_HOME, Settings, load_settings, tiers_at_least
+from .extract.image import image_codes
+from .extract.text import text_hash
+from .extract.video import VideoError, video_frames
+from .extract.web import extract_page
+from .image_stage import ImageStage, image_signal
 from .ingest import IngestReport, run_ingest
 from .items import (
     Item,
@@ -27,20 +33,14 @@ from .items import (
     read_manifest,
 )
 from .score.cluster import accepted_edges, components
-from .score.pairs import score_pairs
-from .text_stage import TextStage
-from .web_stage import WebStage, dom_signal
-from .image_stage import ImageStage, image_signal
-from .video_stage import VideoStage, video_signal
-from .clip_stage import ClipStage
-from .extract.video import VideoError, video_frames
-from .extract.image import image_codes
-from .extract.web import extract_page
 from .score.fusion import fuse
-from .extract.text import text_hash
+from .score.pairs import score_pairs
 from .store.db import open_store, resolve_url
 from .store.schema import Asset, Failure, IngestRun, Label, Pair, Signature
 from .store.schema import Item as ItemRow
+from .text_stage import TextStage
+from .video_stage import VideoStage, video_signal
+from .web_stage import WebStage, dom_signal
 
 SIGNAL_NAMES = ("text", "image", "video", "dom")
 DECISIONS = ("duplicate", "distinct", "unsure")
