@@ -4,12 +4,11 @@ encoder's weights cannot be had; everything else works the same without it."""
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -19,7 +18,8 @@ from .extract.video import VideoError, video_frames
 from .index.vectors import VectorIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .store.db import load_signatures
+from .index.cache import load_cached, save_cached
+from .store.db import count_signatures, load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "clip"
@@ -53,19 +53,15 @@ class ClipStage:
         return self._encoder
 
     def index(self, session: Session, encoder: ClipEncoder) -> VectorIndex:
-        if self._index is not None:
-            return self._index
-        stored = _count(session, encoder.version)
-        try:
-            meta = json.loads((self.folder / "clip-index.json").read_text())
-            if meta == {"version": encoder.version, "count": stored}:
-                self._index = VectorIndex.load(self.folder / "clip-vectors.npz")
-                return self._index
-        except (OSError, ValueError, KeyError):
-            pass
-        self._index = VectorIndex(int(encoder.dim))
-        for pk, vectors in load_vectors(session, None, encoder.version, int(encoder.dim)).items():
-            self._add(pk, vectors)
+        if self._index is None:
+            saved = load_cached(self.folder, "clip", _stamp(session, encoder.version),
+                                {"vectors": VectorIndex.load})
+            if saved is not None:
+                self._index = saved["vectors"]
+            else:
+                self._index = VectorIndex(int(encoder.dim))
+                for pk, vectors in load_vectors(session, None, encoder.version, int(encoder.dim)).items():
+                    self._add(pk, vectors)
         return self._index
 
     def _add(self, pk: int, vectors: np.ndarray) -> None:
@@ -122,12 +118,9 @@ class ClipStage:
 
     def finish(self) -> None:
         if self._index is not None and self._encoder is not None:
-            self.folder.mkdir(parents=True, exist_ok=True)
             with self.sessions() as session:
-                stored = _count(session, self._encoder.version)
-            self._index.save(self.folder / "clip-vectors.npz")
-            (self.folder / "clip-index.json").write_text(json.dumps(
-                {"version": self._encoder.version, "count": stored}))
+                save_cached(self.folder, "clip", _stamp(session, self._encoder.version),
+                            {"vectors": self._index})
 
     def calibrate(self, cosine: np.ndarray | float) -> np.ndarray:
         xs, ys = zip(*self.settings.clip_calibration)
@@ -153,9 +146,8 @@ class ClipStage:
         return signal
 
 
-def _count(session: Session, version: str) -> int:
-    return session.scalar(select(func.count()).select_from(Signature).where(
-        Signature.kind == KIND, Signature.version == version)) or 0
+def _stamp(session: Session, version: str) -> dict:
+    return {"version": version, "count": count_signatures(session, KIND, version)}
 
 
 def load_vectors(session: Session, pks: list[int] | None, version: str, dim: int) -> dict[int, np.ndarray]:

@@ -10,11 +10,10 @@ queries search with all eight variants, so a flipped copy is found from either s
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -22,7 +21,8 @@ from .extract.image import IMAGE_VERSION, ImageCodes, calibrate, image_distance
 from .index.hamming import HammingIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .store.db import load_signatures
+from .index.cache import load_cached, save_cached
+from .store.db import count_signatures, load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "image"
@@ -49,15 +49,11 @@ class ImageIndex:
     @classmethod
     def open(cls, folder: Path, session: Session) -> ImageIndex:
         index = cls(folder)
-        stored = _count(session)
-        try:
-            meta = json.loads((folder / "image-index.json").read_text())
-            if meta == {"version": IMAGE_VERSION, "count": stored}:
-                index.full = HammingIndex.load(folder / "image-full.npz")
-                index.centre = HammingIndex.load(folder / "image-centre.npz")
-                return index
-        except (OSError, ValueError, KeyError):
-            pass
+        saved = load_cached(folder, "image", _stamp(session),
+                            {"full": HammingIndex.load, "centre": HammingIndex.load})
+        if saved is not None:
+            index.full, index.centre = saved["full"], saved["centre"]
+            return index
         for pk, value in load_signatures(session, KIND, IMAGE_VERSION).items():
             index.add(pk, unpack(value))
         return index
@@ -82,16 +78,12 @@ class ImageIndex:
         ids = np.concatenate(hits) if hits else np.zeros(0, np.int64)
         return np.unique(ids // MAX_IMAGES)
 
-    def save(self, stored: int) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.full.save(self.folder / "image-full.npz")
-        self.centre.save(self.folder / "image-centre.npz")
-        (self.folder / "image-index.json").write_text(json.dumps({"version": IMAGE_VERSION, "count": stored}))
+    def save(self, session: Session) -> None:
+        save_cached(self.folder, "image", _stamp(session), {"full": self.full, "centre": self.centre})
 
 
-def _count(session: Session) -> int:
-    return session.scalar(select(func.count()).select_from(Signature).where(
-        Signature.kind == KIND, Signature.version == IMAGE_VERSION)) or 0
+def _stamp(session: Session) -> dict:
+    return {"version": IMAGE_VERSION, "count": count_signatures(session, KIND, IMAGE_VERSION)}
 
 
 class ImageStage:
@@ -133,7 +125,7 @@ class ImageStage:
     def finish(self) -> None:
         if self._index is not None:
             with self.sessions() as session:
-                self._index.save(_count(session))
+                self._index.save(session)
 
     def query(self, codes: ImageCodes) -> dict[int, float]:
         """{item pk: image score} of stored items near these query images."""

@@ -22,7 +22,6 @@ from .learn.tfidf import PRIOR_VERSION, active_model, count_documents, freeze, m
 from .ingest import Scorer
 from .store.schema import Item, Signature
 from .textsig import (
-    KIND,
     TOKENS_KIND,
     TextIndex,
     TextSigner,
@@ -87,9 +86,7 @@ class TextStage:
     def finish(self) -> None:
         if self._index is not None:
             with self.sessions() as session:
-                stored = session.scalar(select(func.count()).select_from(Signature).where(
-                    Signature.kind == KIND, Signature.version == self._index.version)) or 0
-            self._index.save(stored)
+                self._index.save(session)
 
     # --- TF-IDF refresh ------------------------------------------------------------------
 

@@ -13,12 +13,11 @@ parameters; only signatures of the active version are indexed or compared.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -38,7 +37,8 @@ from .index.hamming import HammingIndex
 from .index.lsh import BandLSH
 from .learn.tfidf import TfidfModel
 from .score.pairs import SignalFn, SignalValues
-from .store.db import load_signatures
+from .index.cache import load_cached, save_cached
+from .store.db import count_signatures, load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "text"
@@ -196,19 +196,16 @@ class TextIndex:
     @classmethod
     def open(cls, folder: Path, version: str, settings: Settings, session: Session) -> TextIndex:
         index = cls(folder, version, settings)
-        stored = session.scalar(select(func.count()).select_from(Signature).where(
-            Signature.kind == KIND, Signature.version == version)) or 0
-        meta_path = folder / "text-index.json"
-        try:
-            meta = json.loads(meta_path.read_text())
-            if meta == {"version": version, "count": stored,
-                        "lsh": [index.lsh.bands, index.lsh.rows]}:
-                index.hamming = HammingIndex.load(folder / "text-simhash.npz")
-                index.lsh = BandLSH.load(folder / "text-lsh.npz")
-                return index
-        except (OSError, ValueError, KeyError):
-            pass
-        return cls.rebuild(folder, version, settings, session)
+        saved = load_cached(folder, "text", index.stamp(session),
+                            {"simhash": HammingIndex.load, "lsh": BandLSH.load})
+        if saved is None:
+            return cls.rebuild(folder, version, settings, session)
+        index.hamming, index.lsh = saved["simhash"], saved["lsh"]
+        return index
+
+    def stamp(self, session: Session) -> dict:
+        return {"version": self.version, "count": count_signatures(session, KIND, self.version),
+                "lsh": [self.lsh.bands, self.lsh.rows]}
 
     @classmethod
     def rebuild(cls, folder: Path, version: str, settings: Settings, session: Session) -> TextIndex:
@@ -236,12 +233,8 @@ class TextIndex:
         key = np.unique(np.stack([q, ids], axis=1), axis=0)
         return key[:, 0], key[:, 1]
 
-    def save(self, stored: int) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.hamming.save(self.folder / "text-simhash.npz")
-        self.lsh.save(self.folder / "text-lsh.npz")
-        (self.folder / "text-index.json").write_text(json.dumps(
-            {"version": self.version, "count": stored, "lsh": [self.lsh.bands, self.lsh.rows]}))
+    def save(self, session: Session) -> None:
+        save_cached(self.folder, "text", self.stamp(session), {"simhash": self.hamming, "lsh": self.lsh})
 
 
 def load_sketches(session: Session, pks: np.ndarray | None, version: str) -> tuple[np.ndarray, TextSketches]:

@@ -10,11 +10,10 @@ then decides.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -22,7 +21,8 @@ from .extract.video import VIDEO_VERSION, VideoFrames, video_match
 from .index.hamming import HammingIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .store.db import load_signatures
+from .index.cache import load_cached, save_cached
+from .store.db import count_signatures, load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "video"
@@ -43,9 +43,8 @@ def unpack(blob: bytes) -> VideoFrames:
                        fps=0.0, decoded=n, blank=0)
 
 
-def _count(session: Session) -> int:
-    return session.scalar(select(func.count()).select_from(Signature).where(
-        Signature.kind == KIND, Signature.version == VIDEO_VERSION)) or 0
+def _stamp(session: Session) -> dict:
+    return {"version": VIDEO_VERSION, "count": count_signatures(session, KIND, VIDEO_VERSION)}
 
 
 class VideoStage:
@@ -56,19 +55,14 @@ class VideoStage:
         self._index: HammingIndex | None = None
 
     def index(self, session: Session) -> HammingIndex:
-        if self._index is not None:
-            return self._index
-        stored = _count(session)
-        try:
-            meta = json.loads((self.folder / "video-index.json").read_text())
-            if meta == {"version": VIDEO_VERSION, "count": stored}:
-                self._index = HammingIndex.load(self.folder / "video-frames.npz")
-                return self._index
-        except (OSError, ValueError, KeyError):
-            pass
-        self._index = HammingIndex()
-        for pk, value in load_signatures(session, KIND, VIDEO_VERSION).items():
-            self._add(pk, unpack(value))
+        if self._index is None:
+            saved = load_cached(self.folder, "video", _stamp(session), {"frames": HammingIndex.load})
+            if saved is not None:
+                self._index = saved["frames"]
+            else:
+                self._index = HammingIndex()
+                for pk, value in load_signatures(session, KIND, VIDEO_VERSION).items():
+                    self._add(pk, unpack(value))
         return self._index
 
     def _add(self, pk: int, frames: VideoFrames) -> None:
@@ -106,11 +100,8 @@ class VideoStage:
 
     def finish(self) -> None:
         if self._index is not None:
-            self.folder.mkdir(parents=True, exist_ok=True)
             with self.sessions() as session:
-                stored = _count(session)
-            self._index.save(self.folder / "video-frames.npz")
-            (self.folder / "video-index.json").write_text(json.dumps({"version": VIDEO_VERSION, "count": stored}))
+                save_cached(self.folder, "video", _stamp(session), {"frames": self._index})
 
     def query(self, frames: VideoFrames) -> dict[int, float]:
         with self.sessions() as session:

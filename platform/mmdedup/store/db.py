@@ -13,7 +13,7 @@ from typing import Iterator
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, select
+from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 DB_FILENAME = "mmdedup.db"
@@ -111,3 +111,10 @@ def load_signatures(session: Session, kind: str, version: str,
     for start in range(0, len(pks), 5000):
         out.update(session.execute(query.where(Signature.item_pk.in_(pks[start:start + 5000]))).all())
     return out
+
+
+def count_signatures(session: Session, kind: str, version: str) -> int:
+    from .schema import Signature
+
+    return session.scalar(select(func.count()).select_from(Signature).where(
+        Signature.kind == kind, Signature.version == version)) or 0
