@@ -35,6 +35,7 @@ from .items import (
 from .score.cluster import accepted_edges, components
 from .score.fusion import fuse
 from .score.pairs import score_pairs
+from .semantic_stage import SemanticStage
 from .store.db import open_store, resolve_url
 from .store.schema import Asset, Failure, IngestRun, Label, Pair, Signature
 from .store.schema import Item as ItemRow
@@ -59,6 +60,7 @@ class Platform:
         self.image = ImageStage(home, sessions, settings)
         self.video = VideoStage(home, sessions, settings)
         self.clip = ClipStage(home, sessions, settings)
+        self.semantic = SemanticStage(home, sessions, settings)
         self.text = TextStage(home, sessions, settings)
         self.text.scorer = self._score
 
@@ -115,13 +117,15 @@ class Platform:
              progress: bool) -> IngestReport:
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
-                          stages=[self.web, self.image, self.clip, self.video, self.text],
+                          stages=[self.web, self.image, self.clip, self.video, self.semantic,
+                                  self.text],
                           scorer=self._score)
 
     def _score(self, session: Session, pairs: np.ndarray) -> int:
         """Score candidate pairs with every signal and write them."""
         signals = {"text": self.text.signal(), "image": image_signal(self.settings),
                    "video": video_signal(self.video), "clip": self.clip.signal(),
+                   "semantic": self.semantic.signal(),
                    "dom": dom_signal}
         return score_pairs(session, pairs, signals, self.settings, self.text.signer.version)
 

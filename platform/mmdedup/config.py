@@ -83,8 +83,17 @@ class Settings:
     clip_calibration: tuple[tuple[float, float], ...] = (
         (0.0, 0.0), (0.85, 0.5), (0.92, 0.7), (0.96, 0.85), (1.0, 1.0))
 
+    # Semantic text signal (sentence embeddings): "auto" = on where a GPU is present, "on",
+    # "off". Cosine -> score; only near-paraphrases (cosine >= 0.88) reach the weak tier.
+    semantic: str = "auto"
+    semantic_neighbours: int = 10
+    semantic_min_cosine: float = 0.85
+    semantic_calibration: tuple[tuple[float, float], ...] = (
+        (0.0, 0.0), (0.8, 0.4), (0.88, 0.7), (0.93, 0.8), (0.97, 0.9), (1.0, 1.0))
+
     fusion_weights: dict[str, float] = field(
-        default_factory=lambda: {"text": 0.5, "image": 0.3, "video": 0.3, "clip": 0.1, "dom": 0.2}
+        default_factory=lambda: {"text": 0.5, "image": 0.3, "video": 0.3, "semantic": 0.2,
+                                 "clip": 0.1, "dom": 0.2}
     )
 
     def tier(self, score: float) -> str | None:
@@ -121,6 +130,6 @@ def load_settings(home: Path) -> Settings:
         raise ValueError(f"{path}: unknown settings {', '.join(sorted(unknown))}")
     for name, f in known.items():
         env = os.environ.get(f"MMDEDUP_{name.upper()}")
-        if env is not None and f.type in ("int", "float"):
-            values[name] = int(env) if f.type == "int" else float(env)
+        if env is not None and f.type in ("int", "float", "str"):
+            values[name] = {"int": int, "float": float, "str": str}[f.type](env)
     return Settings(**values)  # type: ignore[arg-type]

@@ -3,7 +3,7 @@
 Every signal arrives already calibrated to the common scale (the tier thresholds mean the
 same for each). The fused score is the larger of
 - the weighted mean over the signals both items have (weights renormalised over them), and
-- the best single *content* signal (text, image, video),
+- the best single *content* signal (text, semantic text, image, video),
 so one strong content match (the same body text, the same picture) is never drowned by a
 missing or weak other signal, while a structural signal such as `dom` (pages built from
 one template) only ever moves the mean: alone it never makes two items duplicates.
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-CONTENT_SIGNALS = ("text", "image", "video")
+CONTENT_SIGNALS = ("text", "semantic", "image", "video")
 
 
 def fuse(signals: Mapping[str, float | None], weights: Mapping[str, float]) -> float:
@@ -26,12 +26,18 @@ def fuse(signals: Mapping[str, float | None], weights: Mapping[str, float]) -> f
     return max(mean, best_content)
 
 
+MODALITY = {"text": "text", "semantic": "text", "image": "image", "video": "video"}
+
+
 def match_kind(signals: Mapping[str, float | None], threshold: float) -> str:
-    """Which content carried the match: "text-reuse", "image-reuse", "video-reuse", or
-    "same-item" when every content signal the two items share is at or above threshold."""
+    """Which content carried the match: "text-reuse", "paraphrase" (the embedding, not the
+    words), "image-reuse", "video-reuse", or "same-item" when the two items share more
+    than one medium and each of them matches at or above threshold."""
     content = {k: v for k, v in signals.items() if k in CONTENT_SIGNALS and v is not None}
-    strong = [k for k, v in content.items() if v >= threshold]
-    if len(content) > 1 and len(strong) == len(content):
+    media: dict[str, float] = {}
+    for k, v in content.items():
+        media[MODALITY[k]] = max(media.get(MODALITY[k], 0.0), v)
+    if len(media) > 1 and all(v >= threshold for v in media.values()):
         return "same-item"
     best = max(content, key=lambda k: content[k], default="text")
-    return f"{best}-reuse"
+    return "paraphrase" if best == "semantic" else f"{best}-reuse"

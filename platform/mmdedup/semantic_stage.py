@@ -1,0 +1,130 @@
+"""The semantic text signal: sentence embeddings of items' texts, stored and indexed in the
+float index, proposing paraphrase candidates that the sketches miss, and the `semantic`
+signal for pairs.
+
+`semantic` in config: "auto" (the default) turns it on where a GPU is present, since on a
+CPU the encoder runs at tens to a few hundred texts a second, far below the rest of the
+text pipeline; "on" forces it, "off" never loads the model. Where the model cannot be
+loaded the signal is off with one logged message.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import delete, insert
+from sqlalchemy.orm import Session
+
+from .config import Settings
+from .extract.embed import SentenceEncoder
+from .extract.registry import EncoderUnavailable
+from .index.cache import load_cached, save_cached
+from .index.vectors import VectorIndex
+from .items import LoadedItem
+from .score.pairs import SignalValues
+from .store.db import count_signatures, load_signatures
+from .store.schema import Signature, utcnow
+
+KIND = "semantic"
+log = logging.getLogger("mmdedup")
+_ENCODER: SentenceEncoder | None = None  # one model per process, loaded on first use
+
+
+def wanted(setting: str) -> bool:
+    if setting == "on":
+        return True
+    if setting == "off":
+        return False
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+class SemanticStage:
+    def __init__(self, home: Path, sessions, settings: Settings) -> None:  # noqa: ANN001
+        self.folder = home / "index"
+        self.sessions = sessions
+        self.settings = settings
+        self.off_reason: str | None = None if wanted(settings.semantic) else f"semantic = {settings.semantic!r}"
+        self._index: VectorIndex | None = None
+
+    @property
+    def encoder(self) -> SentenceEncoder | None:
+        global _ENCODER
+        if self.off_reason is not None:
+            return None
+        if _ENCODER is None:
+            _ENCODER = SentenceEncoder()
+        try:
+            _ENCODER.dim  # noqa: B018 - loads the model
+        except EncoderUnavailable as exc:
+            self.off_reason = str(exc)
+            log.warning("semantic signal off: %s", exc)
+            return None
+        return _ENCODER
+
+    def index(self, session: Session, encoder: SentenceEncoder) -> VectorIndex:
+        if self._index is None:
+            stamp = {"version": encoder.version, "count": count_signatures(session, KIND, encoder.version)}
+            saved = load_cached(self.folder, "semantic", stamp, {"vectors": VectorIndex.load})
+            if saved is not None:
+                self._index = saved["vectors"]
+            else:
+                self._index = VectorIndex(encoder.dim)
+                stored = load_signatures(session, KIND, encoder.version)
+                if stored:
+                    pks = np.fromiter(stored, np.int64, len(stored))
+                    self._index.add(pks, np.stack([np.frombuffer(v, "<f4") for v in stored.values()]))
+        return self._index
+
+    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None:
+        texts = [(pk, li.signal_text) for pk, li in changed if li.signal_text.strip()]
+        if not texts or (encoder := self.encoder) is None:
+            return None
+        index = self.index(session, encoder)
+        pks = np.fromiter((pk for pk, _ in texts), np.int64, len(texts))
+        index.remove(np.fromiter((pk for pk, _ in changed), np.int64, len(changed)))
+        vectors = encoder.encode([t for _, t in texts])
+        session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks.tolist())))
+        now = utcnow()
+        session.execute(insert(Signature), [
+            {"item_pk": int(pk), "kind": KIND, "version": encoder.version,
+             "value": vectors[i].astype("<f4").tobytes(), "created_at": now} for i, pk in enumerate(pks)])
+        index.add(pks, vectors)
+        found = index.search(vectors, self.settings.semantic_neighbours, self.settings.semantic_min_cosine)
+        return np.stack([pks[found.query], found.ids], axis=1)
+
+    def after_chunk(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        if self._index is not None and _ENCODER is not None and self.off_reason is None:
+            with self.sessions() as session:
+                stamp = {"version": _ENCODER.version,
+                         "count": count_signatures(session, KIND, _ENCODER.version)}
+                save_cached(self.folder, "semantic", stamp, {"vectors": self._index})
+
+    def signal(self):  # noqa: ANN201
+        """The `semantic` signal: cosine of the two texts' embeddings, calibrated; absent
+        (NaN) while the encoder is off."""
+
+        def signal(session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
+            values = np.full(len(a), np.nan)
+            if self.off_reason is not None or _ENCODER is None:
+                return SignalValues(values)
+            stored = load_signatures(session, KIND, _ENCODER.version,
+                                     np.unique(np.concatenate([a, b])).tolist())
+            vec = {pk: np.frombuffer(v, "<f4") for pk, v in stored.items()}
+            cosine = np.zeros(len(a))
+            have = np.array([x in vec and y in vec for x, y in zip(a.tolist(), b.tolist())], bool)
+            if have.any():
+                cosine[have] = [float(vec[x] @ vec[y]) for x, y in zip(a[have].tolist(), b[have].tolist())]
+                xs, ys = zip(*self.settings.semantic_calibration)
+                values[have] = np.interp(cosine[have], xs, ys)
+            return SignalValues(values, {"cosine": cosine})
+
+        return signal

@@ -1,0 +1,46 @@
+"""Fusion: renormalisation over present signals, strong single signals not drowned, dom
+never deciding alone, tiers at their boundaries, and the kind of match."""
+
+from __future__ import annotations
+
+import pytest
+
+from mmdedup.config import Settings
+from mmdedup.score.fusion import fuse, match_kind
+
+W = Settings().fusion_weights
+
+
+def test_missing_signals_renormalise() -> None:
+    assert fuse({"text": 0.8}, W) == pytest.approx(0.8)
+    assert fuse({"text": 0.8, "image": None}, W) == pytest.approx(0.8)
+    both = fuse({"text": 0.6, "image": 0.6}, W)
+    assert both == pytest.approx(0.6)
+
+
+def test_strong_single_signal_not_drowned() -> None:
+    assert fuse({"text": 0.1, "image": 0.97}, W) == pytest.approx(0.97)
+    assert fuse({"text": 0.95, "dom": 0.02}, W) == pytest.approx(0.95)
+
+
+def test_dom_alone_never_makes_a_duplicate() -> None:
+    score = fuse({"text": 0.1, "dom": 1.0}, W)
+    assert Settings().tier(score) is None
+
+
+def test_dom_moves_the_mean_a_little() -> None:
+    assert fuse({"text": 0.85, "dom": 1.0}, W) > 0.85
+
+
+def test_tiers_at_their_boundaries() -> None:
+    s = Settings()
+    assert [s.tier(x) for x in (0.9, 0.8999, 0.8, 0.7999, 0.7, 0.6999)] == \
+        ["strong", "medium", "medium", "weak", "weak", None]
+
+
+def test_kind_of_match() -> None:
+    assert match_kind({"text": 0.95, "image": 0.2}, 0.9) == "text-reuse"
+    assert match_kind({"text": 0.2, "image": 0.95}, 0.9) == "image-reuse"
+    assert match_kind({"text": 0.95, "image": 0.92}, 0.9) == "same-item"
+    assert match_kind({"text": 0.95, "semantic": 0.97}, 0.9) == "paraphrase"
+    assert match_kind({"text": 0.97, "semantic": 0.95}, 0.9) == "text-reuse"
