@@ -169,3 +169,18 @@ def test_pairs_explain_the_text_signal(platform: Platform) -> None:
     text = pair["details"]["text"]
     assert set(text) == {"wjaccard", "jaccard", "simhash_bits"}
     assert 0 < text["wjaccard"] <= 1 and 0 <= text["simhash_bits"] <= 64
+
+
+def test_query_filters_on_meta_and_time(platform: Platform, cli, tmp_path: Path) -> None:
+    from datetime import datetime, timedelta, timezone
+
+    platform.ingest([{"id": "gov", "text": "\n".join(NEWS), "meta": {"source": "gov"}},
+                     {"id": "blog", "text": "\n".join(NEWS[::-1]), "meta": {"source": "blog"}}])
+    probe = " ".join(NEWS)
+    assert {r["id"] for r in platform.query(probe)} == {"gov", "blog"}
+    assert [r["id"] for r in platform.query(probe, meta={"source": "blog"})] == ["blog"]
+    now = datetime.now(timezone.utc)
+    assert platform.query(probe, since=now + timedelta(hours=1)) == []
+    assert len(platform.query(probe, until=now + timedelta(hours=1))) == 2
+    rc, out, _ = cli("query", "--text", probe, "--meta", "source=gov")
+    assert rc == 0 and [r["id"] for r in json.loads(out)] == ["gov"]

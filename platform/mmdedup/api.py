@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -133,12 +134,13 @@ class Platform:
 
     def query(self, text: str | None = None, *, image: str | Path | bytes | None = None,
               video: str | Path | bytes | None = None, html: str | Path | bytes | None = None,
-              k: int = 10,
-              min_score: float = 0.0) -> list[dict[str, Any]]:
+              k: int = 10, min_score: float = 0.0, meta: dict[str, Any] | None = None,
+              since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
         """The stored items nearest to a text, a picture or a page (or several at once),
         best first, without ingesting anything: [{"id", "score", "signals", "details"}].
         Each given modality is scored against the stored items' same signal and the
-        per-signal scores are fused as for pairs."""
+        per-signal scores are fused as for pairs. `meta` keeps items whose meta has those
+        values; `since`/`until` keep items ingested in that window."""
         if html is not None:
             page = extract_page(_read(html), max_chars=self.settings.max_page_chars,
                                 max_depth=self.settings.max_page_depth)
@@ -172,10 +174,14 @@ class Platform:
                 signals.setdefault(pk, {})["video"] = score
         scored = sorted(((fuse(sig, self.settings.fusion_weights), pk) for pk, sig in signals.items()),
                         key=lambda sp: (-sp[0], sp[1]))
-        scored = [(score, pk) for score, pk in scored if score >= min_score][:k]
+        scored = [(score, pk) for score, pk in scored if score >= min_score]
         with self.sessions() as session:
-            ids = dict(session.execute(select(ItemRow.pk, ItemRow.id).where(
-                ItemRow.pk.in_([pk for _, pk in scored]))).all())
+            rows = {r.pk: r for r in session.execute(select(
+                ItemRow.pk, ItemRow.id, ItemRow.meta, ItemRow.created_at).where(
+                ItemRow.pk.in_([pk for _, pk in scored])))}
+        keep = [(score, pk) for score, pk in scored if _passes(rows[pk], meta, since, until)][:k]
+        ids = {pk: rows[pk].id for _, pk in keep}
+        scored = keep
         return [{"id": ids[pk], "score": round(score, 4),
                  "signals": {name: round(v, 4) for name, v in signals[pk].items()},
                  "details": {key: round(v, 4) for key, v in details.get(pk, {}).items()}}
@@ -276,6 +282,20 @@ class Platform:
             if decision != "unsure":
                 latest[(a, b)] = decision
         return latest
+
+
+def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,
+            until: datetime | None) -> bool:
+    if meta and any(row.meta.get(key) != value for key, value in meta.items()):
+        return False
+    created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=timezone.utc)
+    if since is not None and created < _aware(since):
+        return False
+    return until is None or created <= _aware(until)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def _read(source: str | Path | bytes) -> bytes:

@@ -11,6 +11,7 @@ import csv
 import json
 import os
 import sys
+from datetime import datetime
 from typing import Any, Sequence
 
 from rich.console import Console
@@ -61,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", help="path of a web page")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--min-score", type=float, default=0.0)
+    p.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
+                   help="keep items whose meta has this value (repeatable)")
+    p.add_argument("--since", type=datetime.fromisoformat, help="ingested at or after (ISO time)")
+    p.add_argument("--until", type=datetime.fromisoformat, help="ingested at or before (ISO time)")
     p.add_argument("--format", choices=("json", "table"), default="json")
 
     p = sub.add_parser("stats", help="counts of items, pairs, labels and failures")
@@ -134,8 +139,11 @@ def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
+    meta = dict(item.split("=", 1) for item in args.meta if "=" in item)
+    if len(meta) != len(args.meta):
+        raise ValueError("--meta takes KEY=VALUE")
     results = platform.query(args.text, image=args.image, video=args.video, html=args.html, k=args.k,
-                             min_score=args.min_score)
+                             min_score=args.min_score, meta=meta, since=args.since, until=args.until)
     if args.format == "json":
         print(json.dumps(results, ensure_ascii=False))
     else:
