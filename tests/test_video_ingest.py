@@ -3,31 +3,14 @@ re-encoded), other clips not, broken and audio-only files recorded with their re
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
-import av
 import numpy as np
 import pytest
 
 from mmdedup import Platform
 
-from test_video import clip, encode, photos  # noqa: F401  (clip makers and the photo fixture)
-
-
-def audio_only() -> bytes:
-    buf = io.BytesIO()
-    with av.open(buf, "w", format="matroska") as out:
-        stream = out.add_stream("mp2", rate=44100)
-        samples = np.zeros((1, 1152), np.int16)
-        for _ in range(20):
-            frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
-            frame.sample_rate = 44100
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
-    return buf.getvalue()
+from test_video import _audio, clip, encode, photos  # noqa: F401  (clip makers and the photo fixture)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +23,7 @@ def videos(tmp_path_factory, photos):  # noqa: F811
     encode(clip(photos["rocket"], photos["chelsea"]), path=folder / "other.mp4")
     whole = (folder / "orig.mp4").read_bytes()
     (folder / "truncated.mp4").write_bytes(whole[: len(whole) // 3])
-    (folder / "audio.mkv").write_bytes(audio_only())
+    (folder / "audio.mkv").write_bytes(_audio("mp2", "matroska", "s16"))
     return folder
 
 

@@ -15,6 +15,8 @@ from .config import Settings
 from .extract.clip import ClipEncoder, default_encoder
 from .extract.registry import EncoderUnavailable
 from .extract.video import VideoError, video_frames
+from .image_stage import MAX_IMAGES
+from .index.slots import entry_ids
 from .index.vectors import VectorIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
@@ -23,7 +25,6 @@ from .store.db import count_signatures, load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "clip"
-MAX_IMAGES = 64
 log = logging.getLogger("mmdedup")
 
 
@@ -65,8 +66,8 @@ class ClipStage:
         return self._index
 
     def _add(self, pk: int, vectors: np.ndarray) -> None:
-        n = min(len(vectors), MAX_IMAGES)
-        self._index.add(pk * MAX_IMAGES + np.arange(n, dtype=np.int64), vectors[:n])
+        ids = entry_ids(pk, MAX_IMAGES, len(vectors))
+        self._index.add(ids, vectors[: len(ids)])
 
     def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None:
         items = [(pk, li) for pk, li in changed
@@ -74,8 +75,7 @@ class ClipStage:
         if not items or (encoder := self.encoder) is None:
             return None
         index = self.index(session, encoder)
-        index.remove((np.asarray([pk for pk, _ in changed], np.int64)[:, None] * MAX_IMAGES
-                      + np.arange(MAX_IMAGES)).ravel())
+        index.remove(entry_ids([pk for pk, _ in changed], MAX_IMAGES))
         per_item = [(pk, self._vectors(encoder, li)) for pk, li in items]
         per_item = [(pk, v) for pk, v in per_item if len(v)]
         if not per_item:

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from .config import Settings
 from .extract.image import IMAGE_VERSION, ImageCodes, calibrate, image_distance
 from .index.hamming import HammingIndex
+from .index.slots import entry_ids
 from .items import LoadedItem
 from .score.pairs import SignalValues
 from .index.cache import load_cached, save_cached
@@ -59,12 +60,12 @@ class ImageIndex:
         return index
 
     def add(self, pk: int, codes: ImageCodes) -> None:
-        ids = pk * MAX_IMAGES + np.arange(min(len(codes), MAX_IMAGES), dtype=np.int64)
+        ids = entry_ids(pk, MAX_IMAGES, len(codes))
         self.full.add(ids, codes.phash[: len(ids), 0])
         self.centre.add(ids, codes.centre[: len(ids), 0])
 
     def remove(self, pks: list[int]) -> None:
-        ids = (np.asarray(pks, np.int64)[:, None] * MAX_IMAGES + np.arange(MAX_IMAGES)).ravel()
+        ids = entry_ids(pks, MAX_IMAGES)
         self.full.remove(ids)
         self.centre.remove(ids)
 

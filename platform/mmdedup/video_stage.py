@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from .config import Settings
 from .extract.video import VIDEO_VERSION, VideoFrames, video_match
 from .index.hamming import HammingIndex
+from .index.slots import entry_ids
 from .items import LoadedItem
 from .score.pairs import SignalValues
 from .index.cache import load_cached, save_cached
@@ -66,8 +67,8 @@ class VideoStage:
         return self._index
 
     def _add(self, pk: int, frames: VideoFrames) -> None:
-        n = min(len(frames), MAX_FRAMES)
-        self._index.add(pk * MAX_FRAMES + np.arange(n, dtype=np.int64), frames.codes[:n])
+        ids = entry_ids(pk, MAX_FRAMES, len(frames))
+        self._index.add(ids, frames.codes[: len(ids)])
 
     def candidates(self, session: Session, frames: VideoFrames) -> np.ndarray:
         index = self.index(session)
@@ -77,8 +78,7 @@ class VideoStage:
 
     def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None:
         index = self.index(session)
-        index.remove((np.asarray([pk for pk, _ in changed], np.int64)[:, None] * MAX_FRAMES
-                      + np.arange(MAX_FRAMES)).ravel())
+        index.remove(entry_ids([pk for pk, _ in changed], MAX_FRAMES))
         videos = [(pk, li.video) for pk, li in changed if li.video is not None and len(li.video)]
         if not videos:
             return None

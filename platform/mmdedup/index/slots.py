@@ -125,3 +125,14 @@ def atomic_savez(path: str | os.PathLike, **arrays: np.ndarray) -> None:
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def entry_ids(pks: int | list[int] | np.ndarray, per_item: int, n: int | None = None) -> np.ndarray:
+    """Index ids of an item's entries (its pictures, frames, vectors): pk * per_item + k.
+
+    With `n`, the first min(n, per_item) entries of one item; without, every id the items
+    can own (for removal). `ids // per_item` gives the item back.
+    """
+    pks = np.atleast_1d(np.asarray(pks, np.int64))
+    count = per_item if n is None else min(n, per_item)
+    return (pks[:, None] * per_item + np.arange(count, dtype=np.int64)).ravel()
