@@ -53,6 +53,7 @@ import faiss
 import numpy as np
 
 from .slots import Slots, atomic_savez
+from .threads import threads_for
 
 CODE_BITS = 64
 FORMAT = "mmdedup.hamming/1"
@@ -203,7 +204,7 @@ class HammingIndex:
             e = np.empty(0, np.int64)
             return Hits(e, e.copy(), np.empty(0, np.int32))
         nflip = self.plan(radius)
-        with self._lock:
+        with self._lock, threads_for(len(x)):
             if nflip is None:
                 lims, dist, pos = self._index.storage.range_search(x, radius + 1)
             else:

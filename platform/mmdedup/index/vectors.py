@@ -17,6 +17,7 @@ import faiss
 import numpy as np
 
 from .slots import Slots, atomic_savez
+from .threads import threads_for
 
 FORMAT = "mmdedup.vectors/1"
 
@@ -83,7 +84,8 @@ class VectorIndex:
         want = min(len(self._slots.ids), k + min(self._slots.n_dead, 3 * k))
         if self.kind == "hnsw":
             self._index.hnsw.efSearch = max(self.ef_search, want)
-        scores, pos = self._index.search(vectors, want)
+        with threads_for(len(vectors)):
+            scores, pos = self._index.search(vectors, want)
         query = np.repeat(np.arange(len(vectors), dtype=np.int64), want)
         pos, scores = pos.ravel(), scores.ravel()
         ok = pos >= 0
