@@ -13,7 +13,8 @@ from mmdedup.store.db import downgrade, make_engine, migrate
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = {"items", "assets", "signatures", "pairs", "labels", "ingest_runs", "failures",
-          "model_versions", "word_weights", "doc_freqs", "job_locks", "web_sites", "web_blocks"}
+          "model_versions", "word_weights", "doc_freqs", "job_locks", "web_sites", "web_blocks",
+          "review_claims"}
 
 
 def tables(url: str) -> set[str]:
@@ -44,3 +45,12 @@ def test_alembic_command_line(db_url: str) -> None:
                               capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert tables(db_url) == expected
+
+
+def test_signatures_are_indexed_by_kind_and_version(db_url: str) -> None:
+    """Loading one signature kind (index rebuilds, cache stamps) must not scan the table."""
+    engine = make_engine(db_url)
+    migrate(engine)
+    indexes = {i["name"]: i["column_names"] for i in inspect(engine).get_indexes("signatures")}
+    engine.dispose()
+    assert indexes.get("ix_signatures_kind_version") == ["kind", "version", "item_pk"]

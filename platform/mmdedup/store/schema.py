@@ -93,6 +93,7 @@ class Signature(Base):
     """A signature of one kind for one item, with the version of everything that made it."""
 
     __tablename__ = "signatures"
+    __table_args__ = (Index("ix_signatures_kind_version", "kind", "version", "item_pk"),)
 
     item_pk: Mapped[int] = mapped_column(
         ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True
@@ -135,6 +136,20 @@ class Label(Base):
     decision: Mapped[str] = mapped_column(String(16))  # duplicate | distinct | unsure
     reviewer: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ReviewClaim(Base):
+    """A pair a reviewer's session holds while they look at it, so no other reviewer is
+    shown it; released when they decide, skip or quit, and free again once `expires_at`
+    has passed (a session that crashed). Keyed by the pair: one holder at a time."""
+
+    __tablename__ = "review_claims"
+
+    a_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True)
+    b_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True)
+    reviewer: Mapped[str] = mapped_column(String(128))
+    claimed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), index=True)
 
 
 class IngestRun(Base):
