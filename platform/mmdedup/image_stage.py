@@ -17,7 +17,7 @@ from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session
 
 from .config import Settings
-from .extract.image import IMAGE_VERSION, ImageCodes, calibrate, image_distance
+from .extract.image import CENTRE_PENALTY, IMAGE_VERSION, ImageCodes, calibrate, image_distance
 from .index.hamming import HammingIndex
 from .index.slots import entry_ids
 from .items import LoadedItem
@@ -72,10 +72,12 @@ class ImageIndex:
     def candidates(self, codes: ImageCodes, radius: int) -> np.ndarray:
         """Item pks whose images are within `radius` of any variant of these images."""
         hits = []
-        for queries, index in ((codes.phash, self.full), (codes.phash, self.centre),
-                               (codes.centre, self.full)):
-            found = index.search(queries.reshape(-1), radius)
-            hits.append(found.ids)
+        # The four pairings `image_distance` scores; centre-centre carries its penalty.
+        for queries, index, r in ((codes.phash, self.full, radius), (codes.phash, self.centre, radius),
+                                  (codes.centre, self.full, radius),
+                                  (codes.centre, self.centre, radius - CENTRE_PENALTY)):
+            if r >= 0:
+                hits.append(index.search(queries.reshape(-1), r).ids)
         ids = np.concatenate(hits) if hits else np.zeros(0, np.int64)
         return np.unique(ids // MAX_IMAGES)
 

@@ -49,8 +49,17 @@ class SemanticStage:
         self.folder = home / "index"
         self.sessions = sessions
         self.settings = settings
-        self.off_reason: str | None = None if wanted(settings.semantic) else f"semantic = {settings.semantic!r}"
+        self._off_reason: str | None = None
+        self._decided = False  # "auto" looks for a GPU through torch: not on every open
         self._index: VectorIndex | None = None
+
+    @property
+    def off_reason(self) -> str | None:
+        if not self._decided:
+            self._decided = True
+            if not wanted(self.settings.semantic):
+                self._off_reason = f"semantic = {self.settings.semantic!r}"
+        return self._off_reason
 
     @property
     def encoder(self) -> SentenceEncoder | None:
@@ -62,7 +71,7 @@ class SemanticStage:
         try:
             _ENCODER.dim  # noqa: B018 - loads the model
         except EncoderUnavailable as exc:
-            self.off_reason = str(exc)
+            self._off_reason = str(exc)
             log.warning("semantic signal off: %s", exc)
             return None
         return _ENCODER

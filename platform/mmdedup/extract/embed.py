@@ -70,7 +70,10 @@ class SentenceEncoder:
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_sentence_embedding_dimension())
+        # renamed in sentence-transformers 5; the old name warns there
+        size = getattr(self.model, "get_embedding_dimension", None) or \
+            self.model.get_sentence_embedding_dimension
+        return int(size())
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """L2-normalised float32 (n, dim); inner products are cosines."""
