@@ -21,4 +21,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest
 
-.PHONY: setup demo test
+# The report test renders the report in a real browser, Debian's chromium (outside CI it
+# is skipped without one), with a CJK font so Chinese text is drawn, not boxes. Installing
+# them needs root and apt-get; CI runs this first.
+chromium:
+	@{ command -v chromium && fc-list | grep -qi wqy; } >/dev/null 2>&1 || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null; }
+
+.PHONY: setup demo test chromium

@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from mmdedup import Platform
 from mmdedup.extract import clip
-from mmdedup.store.schema import Signature
+from mmdedup.store.schema import Item, Signature
 
 from test_clip import TINY, tiny_checkpoint, write_registry  # noqa: F401
 from test_video import photos  # noqa: F401
@@ -79,3 +79,114 @@ def test_video_keyframes_get_clip_vectors(platform: Platform, tiny_checkpoint: P
     video_pk, still_pk = sorted(sizes)
     # one vector for the still picture, several for the video's keyframes
     assert len(sizes[video_pk]) >= 3 * len(sizes[still_pk]) > 0
+
+
+# --- text-to-image queries through CLIP's text tower ---------------------------------------
+
+QUERY = "an astronaut in a white suit"
+
+
+def _tiny_model(checkpoint: Path):  # noqa: ANN202
+    import open_clip
+
+    model = open_clip.create_model(TINY, pretrained=str(checkpoint))
+    model.eval()
+    return model, open_clip.get_tokenizer(TINY)
+
+
+def test_text_query_searches_pictures_through_the_text_tower(
+        home: Path, db_url: str, posts, tiny_checkpoint: Path, tmp_path: Path,  # noqa: F811
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The query text is tokenised and encoded by the model's own text tower, the CLIP
+    index is searched with that vector, and every stored picture comes back with its
+    clip_text score and cosine. A random model: mechanics only, not which picture wins."""
+    import torch
+
+    write_registry(tmp_path, f'[clip]\nmodel = "{TINY}"\ncheckpoint = "{tiny_checkpoint}"\n', monkeypatch)
+    monkeypatch.setattr(clip, "_default", None)
+    (home / "config.toml").write_text("clip_text_min_cosine = -1.0\n")  # random cosines: keep all
+    seen: list[tuple[list[str], np.ndarray]] = []
+    real = clip.ClipEncoder.encode_texts
+
+    def spy(self, texts):  # noqa: ANN001, ANN202 - records what the real method returns
+        out = real(self, texts)
+        seen.append((list(texts), out))
+        return out
+
+    monkeypatch.setattr(clip.ClipEncoder, "encode_texts", spy)
+    with Platform.open(home, db_url) as platform:
+        platform.ingest(posts + [{"id": "t", "text": "an astronaut in a white suit floats above the earth"}])
+        results = platform.query(QUERY, k=10)
+        settings = platform.settings
+        with platform.sessions() as session:
+            stored = dict(session.execute(select(Signature.item_pk, Signature.value)
+                                          .where(Signature.kind == "clip")).all())
+            ids = dict(session.execute(select(Item.pk, Item.id)).all())
+
+    # the vector is the model's encode_text of the tokenised query, normalised
+    assert [texts for texts, _ in seen] == [[QUERY]]
+    model, tokenizer = _tiny_model(tiny_checkpoint)
+    with torch.inference_mode():
+        want = model.encode_text(tokenizer([QUERY]), normalize=True)[0].numpy()
+    got = seen[0][1][0]
+    assert got.shape == (32,) and np.allclose(got, want, atol=1e-5)
+
+    # the index was searched: each picture item's best cosine with that vector
+    by_id = {r["id"]: r for r in results}
+    assert {"a", "a-small", "c"} <= set(by_id)
+    for pk, blob in stored.items():
+        cosine = float((np.frombuffer(blob, "<f4").reshape(-1, 32) @ want).max())
+        r = by_id[ids[pk]]
+        assert set(r) == {"id", "score", "signals", "details"}
+        assert r["details"]["clip_text_cosine"] == pytest.approx(cosine, abs=1e-3)
+        xs, ys = zip(*settings.clip_text_calibration)
+        assert r["signals"]["clip_text"] == pytest.approx(float(np.interp(cosine, xs, ys)), abs=1e-3)
+        assert "text" not in r["signals"]  # pictures only: no text of their own
+        assert r["score"] == pytest.approx(r["signals"]["clip_text"], abs=1e-4)  # alone, it is the score
+    # the text item is found by its words, and has no CLIP vector
+    assert by_id["t"]["signals"].get("text", 0) > 0 and "clip_text" not in by_id["t"]["signals"]
+    assert results[0]["id"] == "t"  # a text match outranks a caption match (below the tiers)
+    assert max(ys) < settings.tier_weak
+
+
+def test_text_query_without_clip_is_unchanged(home: Path, db_url: str, posts, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """CLIP off (no weights) or no CLIP vectors stored: a text query gives what it gave
+    before CLIP text queries existed, and a store without vectors never loads the model."""
+    from mmdedup.clip_stage import ClipStage
+
+    texts = [{"id": "t1", "text": "The council approved the plan to build a stadium on Tuesday after a long debate."},
+             {"id": "t2", "text": "On Tuesday the council approved the plan to build a stadium after a long debate."}]
+    write_registry(tmp_path, f'[clip]\nmodel = "{TINY}"\ncheckpoint = "{tmp_path}/missing.pt"\n', monkeypatch)
+    monkeypatch.setattr(clip, "_default", None)
+    with Platform.open(home, db_url) as platform:
+        platform.ingest(texts)
+        before = platform.query(texts[0]["text"], k=5)
+        assert platform.clip._encoder is None and platform.clip.off_reason is None  # never tried
+        platform.ingest(posts)  # pictures, CLIP off: no vectors
+        assert platform.clip.off_reason is not None
+        with_pictures = platform.query(texts[0]["text"], k=5)
+        monkeypatch.setattr(ClipStage, "query_text", lambda self, text: {})
+        without = platform.query(texts[0]["text"], k=5)
+    assert before == with_pictures == without
+    assert [r["id"] for r in before] == ["t1", "t2"]
+    assert all(set(r["signals"]) == {"text"} for r in before)
+
+
+def test_cli_text_query_shows_clip_text(home: Path, db_url: str, posts, tiny_checkpoint: Path,  # noqa: F811
+                                        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
+    import json
+
+    write_registry(tmp_path, f'[clip]\nmodel = "{TINY}"\ncheckpoint = "{tiny_checkpoint}"\n', monkeypatch)
+    monkeypatch.setattr(clip, "_default", None)
+    (home / "config.toml").write_text("clip_text_min_cosine = -1.0\n")
+    manifest = tmp_path / "posts.jsonl"
+    manifest.write_text("".join(json.dumps(p) + "\n" for p in posts))
+    assert cli("ingest", str(manifest), "--no-progress")[0] == 0
+    monkeypatch.setattr(clip, "_default", None)
+    rc, out, _ = cli("query", "--text", QUERY, "--format", "json")
+    assert rc == 0
+    found = {r["id"]: r for r in json.loads(out)}
+    assert set(found) == {"a", "a-small", "c"} and all("clip_text" in r["signals"] for r in found.values())
+    rc, out, _ = cli("query", "--text", QUERY, "--format", "table")
+    assert rc == 0 and "clip_text" in out and "a-small" in out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -165,3 +167,22 @@ def test_oversized_image_dimensions_are_refused(platform: Platform, tmp_path: Pa
     report = platform.ingest([{"id": "bomb", "images": ["bomb.png"]}], root=tmp_path)
     assert report.failed == 1
     assert platform.failures()[0]["reason"] == "too_large"
+
+
+def test_worker_processes_give_the_same_store(tmp_path: Path, db_url: str) -> None:
+    """Extraction in worker processes (several chunks, the next one extracted while the
+    current one is written) ends in the same items, pairs and failures as in-process."""
+    corpus = shutil.copytree(Path(__file__).resolve().parents[1] / "samples" / "corpus",
+                             tmp_path / "corpus")
+    records = [json.loads(line) for line in (corpus / "manifest.jsonl").read_text().splitlines()]
+    records += [{"id": "missing", "images": ["img/nowhere.png"]}, {"id": "empty", "text": "  "}]
+    manifest = write_manifest(corpus, records)
+    results = []
+    for workers, url in ((1, f"sqlite:///{tmp_path / 'one.db'}"), (2, db_url)):
+        with Platform.open(tmp_path / f"home{workers}", url) as p:
+            object.__setattr__(p.settings, "ingest_chunk", 4)
+            report = p.ingest(manifest, workers=workers)
+            results.append((report.as_dict(), p.pairs(),
+                             sorted((f["id"], f["reason"]) for f in p.failures())))
+    assert results[0] == results[1]
+    assert results[1][0]["failed"] == 2 and results[1][0]["new"] == len(records) - 2

@@ -11,7 +11,7 @@ import getpass
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import IO, Any, Iterable
 
 import numpy as np
 from sqlalchemy import func, select
@@ -33,9 +33,13 @@ from .items import (
     read_items,
     read_manifest,
 )
+from .learn import feedback
+from .learn.feedback import DECISIONS, ImportReport, ReviewSession  # noqa: F401  (DECISIONS re-exported)
+from .learn.retrain import Job, LockBusy, RetrainReport, active_fusion, with_fusion  # noqa: F401
+from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
 from .score.cluster import accepted_edges, components
 from .score.fusion import fuse
-from .score.pairs import score_pairs
+from .score.pairs import SignalFn, pair_signals, score_pairs
 from .semantic_stage import SemanticStage
 from .store.db import open_store, resolve_url
 from .store.schema import Asset, Failure, IngestRun, Label, Pair, Signature
@@ -45,7 +49,6 @@ from .video_stage import VideoStage, video_signal
 from .web_stage import WebStage, dom_signal
 
 SIGNAL_NAMES = ("text", "image", "video", "dom")
-DECISIONS = ("duplicate", "distinct", "unsure")
 
 
 class Platform:
@@ -56,7 +59,9 @@ class Platform:
         self.home = home
         self.url = url
         self.sessions = sessions
+        self.configured = settings  # as configured; `settings` adds the fitted fusion model
         self.settings = settings
+        self._load_fusion()
         self.web = WebStage(settings)
         self.image = ImageStage(home, sessions, settings)
         self.video = VideoStage(home, sessions, settings)
@@ -94,41 +99,66 @@ class Platform:
         *,
         root: str | Path | None = None,
         progress: bool = False,
+        workers: int = 1,
+        source_name: str = "api",
     ) -> IngestReport:
         """Ingest a manifest (.jsonl), a folder (one item per file) or Python items.
 
         For Python items, relative paths are resolved against `root` (and may not leave it)
-        or, without one, against the working directory.
+        or, without one, against the working directory. `workers` > 1 extracts in that many
+        processes while this one writes (worth it for pictures, video and pages).
+        `source_name` names Python items' source in runs and failures (a rerun of the same
+        source resolves its earlier failures).
         """
         if isinstance(source, (str, Path)):
             path = Path(source)
             if path.is_dir():
                 files = folder_files(path)
                 entries = read_folder(path, files, self.settings)
-                return self._run(entries, str(path.resolve()), path, len(files), progress)
+                return self._run(entries, str(path.resolve()), path, len(files), progress, workers)
             if not path.is_file():
                 raise FileNotFoundError(f"no manifest or folder at {path}")
             return self._run(read_manifest(path, self.settings), str(path.resolve()),
-                             path.parent, count_manifest_lines(path), progress)
+                             path.parent, count_manifest_lines(path), progress, workers)
         items = list(source)
-        return self._run(read_items(items), "api", Path(root) if root else None,
-                         len(items), progress)
+        return self._run(read_items(items), source_name, Path(root) if root else None,
+                         len(items), progress, workers)
 
     def _run(self, entries: Iterable, source: str, root: Path | None, total: int,
-             progress: bool) -> IngestReport:
+             progress: bool, workers: int) -> IngestReport:
+        self.text.follow_active()
+        self._load_fusion()
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
                           stages=[self.web, self.image, self.clip, self.video, self.semantic,
                                   self.text],
-                          scorer=self._score)
+                          scorer=self._score, workers=workers)
+
+    def _signal_fns(self) -> dict[str, SignalFn]:
+        return {"text": self.text.signal(), "image": image_signal(self.settings),
+                "video": video_signal(self.video), "clip": self.clip.signal(),
+                "semantic": self.semantic.signal(), "dom": dom_signal}
 
     def _score(self, session: Session, pairs: np.ndarray) -> int:
         """Score candidate pairs with every signal and write them."""
-        signals = {"text": self.text.signal(), "image": image_signal(self.settings),
-                   "video": video_signal(self.video), "clip": self.clip.signal(),
-                   "semantic": self.semantic.signal(),
-                   "dom": dom_signal}
-        return score_pairs(session, pairs, signals, self.settings, self.text.signer.version)
+        return score_pairs(session, pairs, self._signal_fns(), self.settings,
+                           self.text.signer.version)
+
+    def _load_fusion(self) -> None:
+        """Fusion weights and tiers: the retrained model in force, else the configured."""
+        with self.sessions() as session:
+            self.settings = with_fusion(self.configured, active_fusion(session))
+
+    # --- learning ----------------------------------------------------------------------
+
+    def retrain(self, *, rollback: bool = False, wait_seconds: float = 0.0) -> RetrainReport:
+        """Retrain TF-IDF, word weights and fusion from the store and the labels (or roll
+        the last retrain back), re-sign and re-score what changed; one run at a time
+        across every process on this store (`LockBusy` after `wait_seconds`)."""
+        job = Job(self.sessions, self.configured, self.text,
+                  lambda session, pairs: pair_signals(session, pairs, self._signal_fns()),
+                  self._score, self._load_fusion)
+        return job.rollback(wait_seconds) if rollback else job.run(wait_seconds)
 
     # --- queries -----------------------------------------------------------------------
 
@@ -139,8 +169,10 @@ class Platform:
         """The stored items nearest to a text, a picture or a page (or several at once),
         best first, without ingesting anything: [{"id", "score", "signals", "details"}].
         Each given modality is scored against the stored items' same signal and the
-        per-signal scores are fused as for pairs. `meta` keeps items whose meta has those
-        values; `since`/`until` keep items ingested in that window."""
+        per-signal scores are fused as for pairs. Where CLIP is on, a text also searches the
+        pictures and video keyframes through CLIP's text tower (signal `clip_text`, detail
+        `clip_text_cosine`). `meta` keeps items whose meta has those values;
+        `since`/`until` keep items ingested in that window."""
         if html is not None:
             page = extract_page(_read(html), max_chars=self.settings.max_page_chars,
                                 max_depth=self.settings.max_page_depth)
@@ -159,6 +191,10 @@ class Platform:
                 for pk in session.scalars(select(ItemRow.pk).where(ItemRow.text_hash == text_hash(text))):
                     signals.setdefault(pk, {})["text"] = 1.0
                     details.pop(pk, None)
+            # Where CLIP is on: the pictures and keyframes the text describes (text tower).
+            for pk, (score, cosine) in self.clip.query_text(text).items():
+                signals.setdefault(pk, {})["clip_text"] = score
+                details.setdefault(pk, {})["clip_text_cosine"] = cosine
         if image is not None:
             codes = image_codes([_read(image)], self.settings.max_image_pixels)
             if codes.errors[0] is not None:
@@ -172,7 +208,8 @@ class Platform:
                 raise ValueError(f"the query video cannot be read: {exc}") from exc
             for pk, score in self.video.query(frames).items():
                 signals.setdefault(pk, {})["video"] = score
-        scored = sorted(((fuse(sig, self.settings.fusion_weights), pk) for pk, sig in signals.items()),
+        weights = {**self.settings.fusion_weights, "clip_text": self.settings.clip_text_weight}
+        scored = sorted(((fuse(sig, weights), pk) for pk, sig in signals.items()),
                         key=lambda sp: (-sp[0], sp[1]))
         scored = [(score, pk) for score, pk in scored if score >= min_score]
         with self.sessions() as session:
@@ -204,27 +241,59 @@ class Platform:
         with self.sessions() as session:
             ids = self._ids(session)
             edges = accepted_edges(
-                session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier)).all(),
-                self._decisions(session),
+                session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier, Pair.signals)).all(),
+                feedback.decisions_in_force(session), self.settings.tier_weak,
             )
         groups = components(edges)
         # pks grow in ingest order, so the smallest pk is the earliest ingested item.
         return [{"canonical": ids[g[0]], "members": [ids[pk] for pk in g]} for g in groups]
 
-    def label(self, a: str, b: str, duplicate: bool, reviewer: str | None = None) -> None:
-        """Record a reviewer's decision on the pair (a, b); the latest one is in force."""
-        self._record_label(a, b, "duplicate" if duplicate else "distinct", reviewer)
+    def label(self, a: str, b: str, duplicate: bool | None = None, reviewer: str | None = None,
+              *, decision: str | None = None) -> None:
+        """Record a reviewer's decision on the pair (a, b): `duplicate` True or False, or
+        `decision` "duplicate" | "distinct" | "unsure". Every label is kept with its reviewer
+        and time; the latest duplicate/distinct one is in force."""
+        if decision is None:
+            if duplicate is None:
+                raise ValueError("give duplicate=True/False or a decision")
+            decision = "duplicate" if duplicate else "distinct"
+        self._record_label(a, b, decision, reviewer)
 
     def _record_label(self, a: str, b: str, decision: str, reviewer: str | None) -> None:
-        if decision not in DECISIONS:
-            raise ValueError(f"unknown decision {decision!r}")
-        if a == b:
-            raise ValueError("a pair needs two different items")
-        with self.sessions.begin() as session:
-            pks = self._pks(session, [a, b])
-            lo, hi = sorted((pks[a], pks[b]))
-            session.add(Label(a_pk=lo, b_pk=hi, decision=decision,
-                              reviewer=reviewer or default_reviewer()))
+        feedback.label_pair(self.sessions, a, b, decision, reviewer or default_reviewer())
+
+    # --- review ------------------------------------------------------------------------
+
+    def import_labels(self, path: str | Path, reviewer: str | None = None,
+                      fmt: str | None = None) -> ImportReport:
+        """Bulk-import labels from CSV (header a,b,decision[,reviewer][,created_at]) or JSON
+        Lines; bad rows are reported with line number and reason, the rest imported."""
+        return feedback.import_labels(self.sessions, path, reviewer or default_reviewer(), fmt)
+
+    def labels(self) -> list[dict[str, Any]]:
+        """Every label, oldest first: [{"a", "b", "decision", "reviewer", "created_at"}]."""
+        return list(feedback.iter_labels(self.sessions))
+
+    def export_labels(self, out: str | Path | IO[str], fmt: str = "jsonl") -> int:
+        """Write every label as JSON Lines or CSV to a path or an open text file; returns
+        how many. The output imports back with `import_labels`."""
+        if isinstance(out, (str, Path)):
+            with open(out, "w", encoding="utf-8", newline="") as fh:
+                return feedback.write_labels(feedback.iter_labels(self.sessions), fh, fmt)
+        return feedback.write_labels(feedback.iter_labels(self.sessions), out, fmt)
+
+    def review_queue(self, reviewer: str | None = None, tiers: Iterable[str] | None = None,
+                     limit: int | None = None) -> list[dict[str, Any]]:
+        """The pairs `reviewer` would be offered next, in order, without claiming them."""
+        tiers = feedback.check_tiers(list(tiers or self.settings.review_tiers))
+        return feedback.peek_queue(self.sessions, reviewer or default_reviewer(), tiers, limit)
+
+    def review_session(self, reviewer: str | None = None,
+                       tiers: Iterable[str] | None = None) -> ReviewSession:
+        """A reviewer's pass over the review queue (see learn/feedback.py); close it (or use
+        it in a with block) to release the pairs it holds."""
+        return ReviewSession(self.sessions, self.settings, reviewer or default_reviewer(),
+                             list(tiers) if tiers else None)
 
     def failures(self, include_resolved: bool = False) -> list[dict[str, Any]]:
         """Inputs that failed, with their reason; open ones only unless asked."""
@@ -258,6 +327,15 @@ class Platform:
                 "clusters": len(self.clusters()),
             }
 
+    def report(self, out: str | Path, *, max_pairs: int = DEFAULT_MAX_PAIRS,
+               max_clusters: int = DEFAULT_MAX_CLUSTERS,
+               root: str | Path | None = None) -> dict[str, Any]:
+        """Write a self-contained HTML report (summary, score histogram per tier, clusters,
+        the review queue with texts side by side) to `out`; returns its summary. `root`
+        resolves relative picture and video paths of items ingested from Python."""
+        return write_report(Path(out), self.sessions, self.settings, self.clusters(),
+                            max_pairs=max_pairs, max_clusters=max_clusters, root=root)
+
     # --- helpers -----------------------------------------------------------------------
 
     @staticmethod
@@ -271,17 +349,6 @@ class Platform:
         if missing:
             raise KeyError(f"no item with id {', '.join(map(repr, missing))}")
         return found
-
-    @staticmethod
-    def _decisions(session: Session) -> dict[tuple[int, int], str]:
-        """The decision in force per pair: the latest label, ignoring 'unsure'."""
-        latest: dict[tuple[int, int], str] = {}
-        for a, b, decision in session.execute(
-            select(Label.a_pk, Label.b_pk, Label.decision).order_by(Label.created_at, Label.pk)
-        ).all():
-            if decision != "unsure":
-                latest[(a, b)] = decision
-        return latest
 
 
 def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,

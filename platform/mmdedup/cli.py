@@ -17,8 +17,9 @@ from typing import Any, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from .api import SIGNAL_NAMES, Platform
+from .api import SIGNAL_NAMES, LockBusy, Platform
 from .config import TIERS
+from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="ingest a manifest (.jsonl) or a folder")
     p.add_argument("source", help="MANIFEST.jsonl or FOLDER")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--workers", type=int, default=1,
+                   help="extract in this many processes while one writes (default 1)")
 
     p = sub.add_parser("pairs", help="scored duplicate pairs")
     p.add_argument("--min-tier", choices=TIERS, default="weak")
@@ -42,13 +45,36 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("clusters", help="duplicate groups")
     p.add_argument("--format", choices=("table", "jsonl"), default="table")
 
-    p = sub.add_parser("label", help="record a reviewer decision on one pair")
-    p.add_argument("a")
-    p.add_argument("b")
-    decision = p.add_mutually_exclusive_group(required=True)
+    p = sub.add_parser("label", help="record a reviewer decision on one pair, or import "
+                                        "many with --file")
+    p.add_argument("a", nargs="?")
+    p.add_argument("b", nargs="?")
+    decision = p.add_mutually_exclusive_group()
     decision.add_argument("--duplicate", action="store_true")
     decision.add_argument("--distinct", action="store_true")
+    decision.add_argument("--unsure", action="store_true")
+    p.add_argument("--file", default=None, metavar="PATH",
+                   help="import labels: CSV with header a,b,decision[,reviewer][,created_at] "
+                        "or JSON Lines {a, b, decision, reviewer?, created_at?}")
+    p.add_argument("--format", choices=("csv", "jsonl"), default=None,
+                   help="of --file (default: by its extension)")
+    p.add_argument("--reviewer", default=None,
+                   help="default: $MMDEDUP_REVIEWER or the login (for --file: rows naming none)")
+
+    p = sub.add_parser("labels", help="reviewer labels: a table, or every label for scripts "
+                                         "with --export")
+    p.add_argument("--export", action="store_true",
+                   help="every label as jsonl or csv (a, b, decision, reviewer, created_at); "
+                        "`label --file` imports it back")
+    p.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="of --export")
+    p.add_argument("--out", default=None, help="write the export to this file (default stdout)")
+
+    p = sub.add_parser("review", help="decide review-queue pairs in the terminal, one key each")
     p.add_argument("--reviewer", default=None, help="default: $MMDEDUP_REVIEWER or the login")
+    p.add_argument("--limit", type=int, default=None, help="stop after N decisions")
+    p.add_argument("--tiers", default=None,
+                   help="comma-separated tiers the queue holds, in order "
+                        "(default: review_tiers in config, medium)")
 
     p = sub.add_parser("failures", help="inputs that could not be ingested, with the reason")
     p.add_argument("--all", action="store_true", help="include failures a rerun resolved")
@@ -70,6 +96,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", help="counts of items, pairs, labels and failures")
     p.add_argument("--format", choices=("table", "json"), default="table")
+
+    p = sub.add_parser("report", help="a self-contained HTML report of clusters and the "
+                                         "review queue")
+    p.add_argument("--out", required=True, help="the HTML file to write")
+    p.add_argument("--max-pairs", type=int, default=DEFAULT_MAX_PAIRS,
+                   help="review-queue pairs shown (default %(default)s)")
+    p.add_argument("--max-clusters", type=int, default=DEFAULT_MAX_CLUSTERS,
+                   help="clusters shown, largest first (default %(default)s)")
+    p.add_argument("--root", default=None,
+                   help="folder that relative file paths of items ingested from Python are "
+                        "relative to (manifest and folder items need none)")
+
+    p = sub.add_parser("retrain", help="retrain TF-IDF, word weights and fusion from the store "
+                                          "and the labels; re-sign and re-score what changed")
+    p.add_argument("--rollback", action="store_true",
+                   help="re-activate the models in force before the last retrain")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for a retrain already running (default: exit at once)")
     return parser
 
 
@@ -86,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
     show = not args.no_progress and sys.stderr.isatty()
-    report = platform.ingest(args.source, progress=show)
+    report = platform.ingest(args.source, progress=show, workers=args.workers)
     print(report.summary())
     if report.failed:
         print("see `mmdedup failures` for the reasons; a rerun retries them", file=sys.stderr)
@@ -122,9 +166,45 @@ def cmd_clusters(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_label(platform: Platform, args: argparse.Namespace) -> int:
-    platform.label(args.a, args.b, duplicate=args.duplicate, reviewer=args.reviewer)
-    print(f"{args.a} ~ {args.b}: {'duplicate' if args.duplicate else 'distinct'}")
+    decision = next((d for d in ("duplicate", "distinct", "unsure") if getattr(args, d)), None)
+    if args.file:
+        if args.a or args.b or decision:
+            raise ValueError("label --file takes no pair and no decision: they are in the file")
+        report = platform.import_labels(args.file, reviewer=args.reviewer, fmt=args.format)
+        for error in report.errors:
+            print(f"{args.file}:{error.line}: {error.reason}: {error.detail}", file=sys.stderr)
+        print(report.summary())
+        return 1 if report.errors else 0
+    if not (args.a and args.b) or decision is None:
+        raise ValueError("label needs A B and one of --duplicate, --distinct, --unsure "
+                         "(or --file PATH)")
+    platform.label(args.a, args.b, decision=decision, reviewer=args.reviewer)
+    print(f"{args.a} ~ {args.b}: {decision}")
     return 0
+
+
+def cmd_labels(platform: Platform, args: argparse.Namespace) -> int:
+    if args.export or args.out:
+        if args.out:
+            n = platform.export_labels(args.out, args.format)
+            print(f"wrote {n} labels to {args.out}", file=sys.stderr)
+        else:
+            platform.export_labels(sys.stdout, args.format)
+        return 0
+    labels = platform.labels()
+    _table(["a", "b", "decision", "reviewer", "at"],
+           [[r["a"], r["b"], r["decision"], r["reviewer"], r["created_at"]] for r in labels],
+           f"{len(labels)} labels")
+    return 0
+
+
+def cmd_review(platform: Platform, args: argparse.Namespace) -> int:
+    from .review import run_review
+
+    tiers = [t.strip() for t in args.tiers.split(",") if t.strip()] if args.tiers else None
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit takes a positive number")
+    return run_review(platform, reviewer=args.reviewer, limit=args.limit, tiers=tiers)
 
 
 def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
@@ -147,8 +227,11 @@ def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(results, ensure_ascii=False))
     else:
-        _table(["id", "score", *SIGNAL_NAMES],
-               [[r["id"], f"{r['score']:.3f}", *_fmt_signals({**dict.fromkeys(SIGNAL_NAMES), **r["signals"]})]
+        # query-only signals (clip_text: a text matched to pictures) get columns when present
+        extra = sorted({s for r in results for s in r["signals"] if s not in SIGNAL_NAMES})
+        _table(["id", "score", *SIGNAL_NAMES, *extra],
+               [[r["id"], f"{r['score']:.3f}", *_fmt_signals({**dict.fromkeys(SIGNAL_NAMES), **r["signals"]}),
+                 *("-" if r["signals"].get(s) is None else f"{r['signals'][s]:.2f}" for s in extra)]
                 for r in results], f"{len(results)} matches")
     return 0
 
@@ -167,9 +250,31 @@ def cmd_stats(platform: Platform, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(platform: Platform, args: argparse.Namespace) -> int:
+    summary = platform.report(args.out, max_pairs=args.max_pairs,
+                              max_clusters=args.max_clusters, root=args.root)
+    print(f"wrote {summary['path']}: {summary['clusters_shown']} of {summary['clusters']} "
+          f"clusters, {summary['review_shown']} of {summary['review_queue']} pairs to review")
+    return 0
+
+
+def cmd_retrain(platform: Platform, args: argparse.Namespace) -> int:
+    try:
+        report = platform.retrain(rollback=args.rollback, wait_seconds=args.wait)
+    except LockBusy as exc:
+        print(f"mmdedup: {exc}", file=sys.stderr)
+        return 3
+    except LookupError as exc:  # nothing to roll back
+        print(f"mmdedup: error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    print(report.summary())
+    return 0
+
+
 COMMANDS = {"ingest": cmd_ingest, "pairs": cmd_pairs, "clusters": cmd_clusters,
             "label": cmd_label, "failures": cmd_failures, "query": cmd_query,
-            "stats": cmd_stats}
+            "stats": cmd_stats, "report": cmd_report, "labels": cmd_labels,
+            "review": cmd_review, "retrain": cmd_retrain}
 
 
 def _fmt_signals(signals: dict[str, Any]) -> list[str]:

@@ -1,6 +1,8 @@
 """CLIP vectors of items' pictures and video keyframes: stored, indexed in the float
-index, proposing candidates, and the `clip` signal for pairs. Off, with one logged message, wherever the
-encoder's weights cannot be had; everything else works the same without it."""
+index, proposing candidates, and the `clip` signal for pairs; and text-to-image queries,
+a query text through CLIP's text tower searched against the same index (`clip_text`).
+Off, with one logged message, wherever the encoder's weights cannot be had; everything
+else works the same without it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, insert
+from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -125,6 +127,30 @@ class ClipStage:
     def calibrate(self, cosine: np.ndarray | float) -> np.ndarray:
         xs, ys = zip(*self.settings.clip_calibration)
         return np.interp(cosine, xs, ys)
+
+    def calibrate_text(self, cosine: np.ndarray | float) -> np.ndarray:
+        """Text-image cosine -> score: its own map (`clip_text_calibration`), as text-image
+        cosines run far lower than image-image ones."""
+        xs, ys = zip(*self.settings.clip_text_calibration)
+        return np.interp(cosine, xs, ys)
+
+    def query_text(self, text: str) -> dict[int, tuple[float, float]]:
+        """{item pk: (clip_text score, cosine)}: the items whose pictures or keyframes are
+        nearest to a query text, through CLIP's text tower (the model's own tokenizer,
+        the text cut at its context length) searched in the CLIP index; an item's cosine
+        is its best picture's. Empty, without loading the model, while no item has CLIP
+        vectors; empty, with the signal's one message, when the weights cannot be had."""
+        with self.sessions() as session:
+            stored = session.scalar(select(Signature.item_pk).where(Signature.kind == KIND).limit(1))
+            if stored is None or (encoder := self.encoder) is None:
+                return {}
+            index = self.index(session, encoder)
+        query = encoder.encode_texts([text])
+        found = index.search(query, self.settings.clip_text_neighbours, self.settings.clip_text_min_cosine)
+        best: dict[int, float] = {}
+        for pk, cosine in zip((found.ids // MAX_IMAGES).tolist(), found.score.tolist()):
+            best[pk] = max(cosine, best.get(pk, -1.0))
+        return {pk: (float(self.calibrate_text(c)), float(c)) for pk, c in best.items()}
 
     def signal(self):  # noqa: ANN201
         """The `clip` signal: the best cosine over the two items' pictures; absent (NaN)

@@ -9,7 +9,9 @@ record still fails.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import Counter, defaultdict
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -24,6 +26,7 @@ from .config import Settings
 from .items import Entry, InputError, LoadedItem, load_item
 from .score.pairs import EXACT_VERSION, candidate_pairs
 from .store.schema import Asset, Failure, IngestRun, Item, Pair, Signature, utcnow
+from .textsig import tokenize_texts
 
 # Which pair signals an exact match on each part of the content sets to 1.0.
 _SIGNALS_OF_ROLE = {"text": ("text",), "html": ("text", "dom"), "image": ("image",),
@@ -85,7 +88,11 @@ def run_ingest(
     progress: bool = False,
     stages: Sequence[Stage] = (),
     scorer: Scorer | None = None,
+    workers: int = 1,
 ) -> IngestReport:
+    """`workers` > 1 extracts (files read and checked, pages, image codes, video frames,
+    text tokens) in that many processes, one chunk ahead of the main process, which alone
+    writes to the store; results and their order are the same as with one."""
     report = IngestReport(source)
     with factory.begin() as session:
         run = IngestRun(source=source)
@@ -94,9 +101,9 @@ def run_ingest(
         run_pk = run.pk
     bar = tqdm(total=total, unit="item", desc="ingest", disable=not progress, leave=False)
     try:
-        for chunk in _chunks(entries, settings.ingest_chunk):
+        for chunk, extracted in _extracted_chunks(entries, root, settings, workers):
             with factory.begin() as session:
-                _process_chunk(session, run_pk, chunk, root, settings, report, stages, scorer)
+                _write_chunk(session, run_pk, chunk, extracted, settings, report, stages, scorer)
             for stage in stages:
                 stage.after_chunk()
             bar.update(len(chunk))
@@ -116,27 +123,70 @@ def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
         yield chunk
 
 
-def _process_chunk(
+# What extraction made of each entry of a chunk, in order: the loaded item or its error.
+Extracted = list["LoadedItem | InputError"]
+
+
+def extract_entries(entries: list[Entry], root: Path | None, settings: Settings) -> Extracted:
+    """Load every entry (in a worker process or in this one) and tokenise the texts whose
+    signal text is known before the store is consulted (not pages: their main text loses
+    the lines repeated across their site, which only the store knows)."""
+    out: Extracted = []
+    for entry in entries:
+        if entry.error is not None:
+            out.append(entry.error)
+            continue
+        assert entry.item is not None
+        try:
+            out.append(load_item(entry.item, root, settings))
+        except InputError as exc:
+            out.append(exc)
+    plain = [x for x in out if isinstance(x, LoadedItem) and x.page is None and x.signal_text.strip()]
+    if plain:
+        tokens = tokenize_texts([li.signal_text for li in plain])
+        for i, li in enumerate(plain):
+            li.tokens = tokens.doc(i)
+    return out
+
+
+def _extracted_chunks(
+    entries: Iterable[Entry], root: Path | None, settings: Settings, workers: int
+) -> Iterator[tuple[list[Entry], Extracted]]:
+    chunks = _chunks(entries, settings.ingest_chunk)
+    if workers <= 1:
+        for chunk in chunks:
+            yield chunk, extract_entries(chunk, root, settings)
+        return
+    # Spawned, not forked: the parent may hold threads (torch, FAISS) and open database
+    # connections that a fork would copy in an undefined state.
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+
+        def submit(chunk: list[Entry]) -> list[Future[Extracted]]:
+            step = -(-len(chunk) // workers)
+            return [pool.submit(extract_entries, chunk[i:i + step], root, settings)
+                    for i in range(0, len(chunk), step)]
+
+        ahead = None
+        for chunk in chunks:
+            if ahead is not None:
+                yield ahead[0], [x for f in ahead[1] for x in f.result()]
+            ahead = (chunk, submit(chunk))
+        if ahead is not None:
+            yield ahead[0], [x for f in ahead[1] for x in f.result()]
+
+
+def _write_chunk(
     session: Session,
     run_pk: int,
     chunk: list[Entry],
-    root: Path | None,
+    extracted: Extracted,
     settings: Settings,
     report: IngestReport,
     stages: Sequence[Stage],
     scorer: Scorer | None,
 ) -> None:
-    loaded: list[LoadedItem] = []
-    failed: list[tuple[Entry, InputError]] = []
-    for entry in chunk:
-        if entry.error is not None:
-            failed.append((entry, entry.error))
-            continue
-        assert entry.item is not None
-        try:
-            loaded.append(load_item(entry.item, root, settings))
-        except InputError as exc:
-            failed.append((entry, exc))
+    loaded = [x for x in extracted if isinstance(x, LoadedItem)]
+    failed = [(e, x) for e, x in zip(chunk, extracted) if isinstance(x, InputError)]
 
     now = utcnow()
     session.execute(
@@ -198,14 +248,15 @@ def _upsert_items(
         session.execute(delete(Pair).where(or_(Pair.a_pk.in_(stale_pks), Pair.b_pk.in_(stale_pks))))
         report.updated += len(stale_pks)
     if fresh:
-        rows = session.execute(
-            # The table, not the mapped class: the ORM's bulk path costs more per row than
-            # the insert itself, and nothing here needs ORM objects.
-            insert(Item.__table__).returning(Item.pk, Item.id, sort_by_parameter_order=True),
-            [{"id": li.item.id, **_item_values(li, report.source), "created_at": now, "updated_at": now}
-             for li in fresh],
-        ).all()
-        changed.extend((row.pk, li) for row, li in zip(rows, fresh))
+        # The table, not the mapped class: the ORM's bulk path costs more per row than the
+        # insert itself. No RETURNING either: on SQLite an ordered RETURNING runs one
+        # statement per row; one executemany and one SELECT of the new pks cost far less.
+        session.execute(insert(Item.__table__), [
+            {"id": li.item.id, **_item_values(li, report.source), "created_at": now, "updated_at": now}
+            for li in fresh])
+        pks = dict(session.execute(select(Item.id, Item.pk).where(
+            Item.id.in_([li.item.id for li in fresh]))).all())
+        changed.extend((pks[li.item.id], li) for li in fresh)
         report.new += len(fresh)
     return changed
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+import numpy as np
+
 from .config import Settings
 from .extract.text import text_hash
 from .extract.image import ImageCodes, image_codes
@@ -40,6 +42,11 @@ class InputError(Exception):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        # Extraction workers send errors back pickled; the default would call
+        # __init__ with the one formatted message.
+        return (InputError, (self.reason, self.detail))
 
 
 @dataclass
@@ -129,6 +136,8 @@ class LoadedItem:
     main_text: str | None = None
     images: ImageCodes | None = None
     video: VideoFrames | None = None
+    # Token hashes of the signal text, where extraction could make them (not for pages).
+    tokens: np.ndarray | None = None
 
     @property
     def signal_text(self) -> str:

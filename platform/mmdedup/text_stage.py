@@ -18,9 +18,11 @@ from .config import Settings
 from .extract.text import TokenBatch
 from .items import LoadedItem, text_for_signals
 from .score.pairs import SignalFn, candidate_pairs, existing_pairs
+from .learn import weights as word_weights
 from .learn.tfidf import PRIOR_VERSION, active_model, count_documents, freeze, merge_counts
 from .ingest import Scorer
-from .store.schema import Item, Signature
+from .store.schema import Item, ModelVersion, Signature
+from .textsig import KIND as TEXT_KIND
 from .textsig import (
     TOKENS_KIND,
     TextIndex,
@@ -45,6 +47,7 @@ class TextStage:
         self._index: TextIndex | None = None
         self.scorer: Scorer | None = None  # set by the Platform: scores pairs with every signal
         self.refreshes = 0
+        self._texts: int | None = None  # texts in the store, at most (see needs_refresh)
 
     def signal(self) -> SignalFn:
         return text_signal(self.signer, self.settings)
@@ -55,8 +58,31 @@ class TextStage:
     def signer(self) -> TextSigner:
         if self._signer is None:
             with self.sessions() as session:
-                self._signer = TextSigner(active_model(session))
+                self._signer = TextSigner(active_model(session), word_weights.active(session))
         return self._signer
+
+    def follow_active(self) -> None:
+        """Drop the signer if another process (a retrain) changed the active models, so
+        this long-lived stage never signs under superseded ones."""
+        if self._signer is None:
+            return
+        with self.sessions() as session:
+            active = dict(session.execute(select(ModelVersion.kind, ModelVersion.version).where(
+                ModelVersion.kind.in_(("tfidf", word_weights.KIND)), ModelVersion.active.is_(True))).all())
+        mine = {"tfidf": self._signer.model.version, word_weights.KIND: self._signer.words.version}
+        if any(active.get(k, v) != v for k, v in mine.items()):
+            self._signer = None
+            self._index = None
+
+    def reload(self) -> bool:
+        """Re-read the active TF-IDF model and word weights (a retrain or rollback changed
+        them); True if stored text signatures are of another version, i.e. texts must be
+        signed again (also after a re-sign that a crash cut short)."""
+        self._signer = None
+        version = self.signer.version
+        with self.sessions() as session:
+            return session.scalar(select(Signature.item_pk).where(
+                Signature.kind == TEXT_KIND, Signature.version != version).limit(1)) is not None
 
     def index(self, session: Session) -> TextIndex:
         if self._index is None or self._index.version != self.signer.version:
@@ -67,15 +93,21 @@ class TextStage:
 
     def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None:
         index = self.index(session)
-        texts = [(pk, li.signal_text) for pk, li in changed]
-        gone = [pk for pk, t in texts if not t.strip()]
+        gone = [pk for pk, li in changed if not li.signal_text.strip()]
         if gone:
             index.remove(np.asarray(gone, np.int64))
-        texts = [(pk, t) for pk, t in texts if t.strip()]
+        texts = [(pk, li) for pk, li in changed if li.signal_text.strip()]
         if not texts:
             return None
         pks = np.fromiter((pk for pk, _ in texts), np.int64, len(texts))
-        tokens = tokenize_texts([t for _, t in texts])
+        if self._texts is not None:
+            self._texts += len(texts)
+        # Extraction tokenised plain texts already (maybe in a worker); pages are done here.
+        todo = [li for _, li in texts if li.tokens is None]
+        if todo:
+            for li, doc in zip(todo, _docs(tokenize_texts([li.signal_text for li in todo]))):
+                li.tokens = doc
+        tokens = TokenBatch.from_arrays([li.tokens for _, li in texts])
         store_tokens(session, pks, tokens)
         return sign_and_index(session, pks, tokens, self.signer, index)
 
@@ -91,27 +123,38 @@ class TextStage:
     # --- TF-IDF refresh ------------------------------------------------------------------
 
     def needs_refresh(self) -> bool:
+        """Counting the texts costs a scan of the items table; each chunk only adds to an
+        upper bound (texts signed since the last count), and the store is counted again
+        only once that bound reaches the next refresh point."""
         model = self.signer.model
+        due = (self.settings.tfidf_min_docs if model.version == PRIOR_VERSION
+               else self.settings.tfidf_refresh_growth * model.n_docs)
+        if self._texts is not None and self._texts < due:
+            return False
         with self.sessions() as session:
-            n = session.scalar(select(func.count()).select_from(Item).where(Item.text_hash.is_not(None))) or 0
-        if model.version == PRIOR_VERSION:
-            return n >= self.settings.tfidf_min_docs
-        return n >= self.settings.tfidf_refresh_growth * model.n_docs
+            self._texts = session.scalar(select(func.count()).select_from(Item).where(
+                Item.text_hash.is_not(None))) or 0
+        return self._texts >= due
 
     def refresh(self) -> None:
         """Count document frequencies over the stored token sequences, freeze them as the
         active TF-IDF version, and re-sign and re-pair every text under it."""
+        keys, df, n_docs = self.count_frequencies()
+        with self.sessions.begin() as session:
+            model = freeze(session, keys, df, n_docs)
+        self._signer = TextSigner(model, self.signer.words)
+        self.resign_all()
+        self.refreshes += 1
+
+    def count_frequencies(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """(term hashes, document frequencies, documents) over every stored text."""
         counts = (np.zeros(0, np.uint64), np.zeros(0, np.int64))
         n_docs = 0
         for _, tokens in self._scan_tokens():
-            docs = [tokens.doc(i) for i in range(tokens.n_docs)]
+            docs = _docs(tokens)
             counts = merge_counts(counts, count_documents(docs))
             n_docs += sum(1 for d in docs if len(d))
-        with self.sessions.begin() as session:
-            model = freeze(session, counts[0], counts[1], n_docs)
-        self._signer = TextSigner(model)
-        self.resign_all()
-        self.refreshes += 1
+        return counts[0], counts[1], n_docs
 
     def resign_all(self) -> None:
         """Re-sign every stored text under the active signer, then re-score its new
@@ -158,3 +201,7 @@ class TextStage:
     def query(self, texts: list[str]) -> list[dict[int, dict[str, float]]]:
         with self.sessions() as session:
             return query_scores(session, texts, self.signer, self.index(session), self.settings)
+
+
+def _docs(batch: TokenBatch) -> list[np.ndarray]:
+    return [batch.doc(i) for i in range(batch.n_docs)]

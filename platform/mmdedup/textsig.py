@@ -36,6 +36,7 @@ from .extract.text import (
 from .index.hamming import HammingIndex
 from .index.lsh import BandLSH
 from .learn.tfidf import TfidfModel
+from .learn.weights import UNIT, WordWeights
 from .score.pairs import SignalFn, SignalValues
 from .index.cache import load_cached, save_cached
 from .store.db import count_signatures, load_signatures
@@ -90,24 +91,32 @@ def tokens_version() -> str:
 
 
 class TextSigner:
-    """Pure: token sequences in, sketches out, under one TF-IDF model and word weights."""
+    """Pure: token sequences in, sketches out, under one TF-IDF model and word weights.
 
-    def __init__(self, model: TfidfModel, multipliers: tuple[np.ndarray, np.ndarray] | None = None,
-                 multipliers_version: str = "w0") -> None:
+    Learned word multipliers below 1 (see learn/weights.py) scale a word's TF-IDF weight
+    in the SimHash and the weighted MinHash, and a word at the floor leaves the text (as a
+    template word does). Multipliers above 1 (decisive words) stay out of the sketches: a
+    sketch cannot tell a word two texts share from one they differ in, and a heavy shared
+    decisive word would make two different notices alike. They act when pairs are scored
+    (`Decisive`).
+    """
+
+    def __init__(self, model: TfidfModel, words: WordWeights = UNIT) -> None:
         self.model = model
-        self.multipliers = multipliers  # (sorted word hashes, multiplier), 1.0 elsewhere
+        self.words = words
+        self.multipliers = words.table  # (sorted word hashes, multiplier), 1.0 elsewhere
         self.minhash = MinHash(num_perm=NUM_PERM)
         self.wminhash = WeightedMinHash(num_perm=NUM_PERM)
         self.version = "|".join([
-            tokens_version(), f"tfidf={model.version}", f"ww={multipliers_version}",
+            tokens_version(), f"tfidf={model.version}", f"ww={words.version}",
             SIMHASH_VERSION, self.wminhash.version, self.minhash.version, f"sh{SHINGLE_N}",
         ])
 
     def term_weights(self, hashes: np.ndarray) -> np.ndarray:
         w = self.model.weights(hashes)
-        if self.multipliers is not None:
-            w = w * lookup(self.multipliers[0], self.multipliers[1], hashes, 1.0)
-        return w
+        if self.multipliers is None:
+            return w
+        return w * np.minimum(lookup(self.multipliers[0], self.multipliers[1], hashes, 1.0), 1.0)
 
     def sign(self, texts: list[str]) -> TextSketches:
         return self.sign_tokens(tokenize_texts(texts))
@@ -167,6 +176,46 @@ def similarity(a: TextSketches, b: TextSketches) -> dict[str, np.ndarray]:
     none = a.empty | b.empty
     return {"wjaccard": np.where(none, 0.0, wj), "jaccard": np.where(none, 0.0, j),
             "simhash_bits": bits, "raw": np.where(none, 0.0, np.maximum(wj, j))}
+
+
+class Decisive:
+    """The words reviewers found decisive (multiplier > 1), and how decisive (their share,
+    learn/weights.py). A pair whose texts differ in one of them, one text holding it and the
+    other not, keeps only (1 - share) of its raw text similarity: "不予批准" against
+    "给予批准" at full share scores 0 whatever else the texts share. Checked on the token
+    sequences, not the sketches: a sketch cannot tell a word two texts share from one they
+    differ in, and sharing a decisive word must not make two texts alike. A text holding a
+    decisive word more often than the other ("must not ... shall not") differs in it too."""
+
+    def __init__(self, words: WordWeights) -> None:
+        table = words.table
+        keep = table[1] > 1 if table is not None else np.zeros(0, bool)
+        self.keys = table[0][keep] if table is not None else np.zeros(0, np.uint64)
+        self.share = words.share(table[1][keep]) if table is not None else np.zeros(0)
+
+    def __bool__(self) -> bool:
+        return bool(len(self.keys))
+
+    def words_in(self, tokens: np.ndarray) -> frozenset[tuple[int, int]]:
+        """(word, count) of the decisive words of a text: "shall not" beside "must not"
+        differs from "shall" beside "must not" only in how often "not" occurs."""
+        words, counts = np.unique(tokens[np.isin(tokens, self.keys)], return_counts=True)
+        return frozenset(zip(words.tolist(), counts.tolist()))
+
+    def shares(self, a: list[frozenset[tuple[int, int]]], b: list[frozenset[tuple[int, int]]]) -> np.ndarray:
+        """Per pair, the largest share among the decisive words the two texts hold a
+        different number of times."""
+        out = np.zeros(len(a))
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                diff = np.fromiter({w for w, _ in x ^ y}, np.uint64)
+                out[i] = self.share[np.searchsorted(self.keys, diff)].max()
+        return out
+
+    def stored(self, session: Session, pks: np.ndarray) -> dict[int, frozenset[tuple[int, int]]]:
+        """The decisive words of stored items, from their token sequences."""
+        found = load_signatures(session, TOKENS_KIND, tokens_version(), np.unique(pks).tolist())
+        return {pk: self.words_in(np.frombuffer(v, np.uint64)) for pk, v in found.items()}
 
 
 def calibrate(raw: np.ndarray, settings: Settings) -> np.ndarray:
@@ -281,6 +330,8 @@ def sign_and_index(session: Session, pks: np.ndarray, tokens: TokenBatch, signer
 def text_signal(signer: TextSigner, settings: Settings) -> SignalFn:
     """The `text` signal of pairs, from the stored sketches of the signer's version."""
 
+    decisive = Decisive(signer.words)
+
     def signal(session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
         pks, sketches = load_sketches(session, np.concatenate([a, b]), signer.version)
         pos = {pk: i for i, pk in enumerate(pks.tolist())}
@@ -292,8 +343,17 @@ def text_signal(signer: TextSigner, settings: Settings) -> SignalFn:
                    "simhash_bits": np.zeros(len(a), np.int64)}
         if have.any():
             sims = similarity(sketches.take(ra[have]), sketches.take(rb[have]))
-            values[have] = calibrate(sims["raw"], settings)
-            for key in details:
+            raw = sims["raw"]
+            if decisive:
+                words = decisive.stored(session, np.concatenate([a[have], b[have]]))
+                none = frozenset()
+                share = decisive.shares([words.get(pk, none) for pk in a[have].tolist()],
+                                        [words.get(pk, none) for pk in b[have].tolist()])
+                raw = raw * (1 - share)
+                details["decisive"] = np.zeros(len(a))
+                details["decisive"][have] = share
+            values[have] = calibrate(raw, settings)
+            for key in sims.keys() & details.keys():
                 details[key][have] = sims[key]
         return SignalValues(values, details)
 
@@ -310,7 +370,8 @@ def _concat(a: TextSketches, b: TextSketches) -> TextSketches:
 def query_scores(session: Session, texts: list[str], signer: TextSigner, index: TextIndex,
                  settings: Settings) -> list[dict[int, dict[str, float]]]:
     """For each query text, {item pk: {"text": score, ...raw}} of its candidates."""
-    sk = signer.sign(texts)
+    tokens = tokenize_texts(texts)
+    sk = signer.sign_tokens(tokens)
     q, pks = index.candidates(sk)
     out: list[dict[int, dict[str, float]]] = [{} for _ in texts]
     if len(q) == 0:
@@ -321,7 +382,14 @@ def query_scores(session: Session, texts: list[str], signer: TextSigner, index: 
     ok = rows >= 0
     q, pks, rows = q[ok], pks[ok], rows[ok]
     sims = similarity(sk.take(q), stored.take(rows))
-    scores = calibrate(sims["raw"], settings)
+    raw = sims["raw"]
+    decisive = Decisive(signer.words)
+    if decisive:
+        mine = [decisive.words_in(tokens.doc(i)) for i in range(tokens.n_docs)]
+        theirs = decisive.stored(session, pks)
+        raw = raw * (1 - decisive.shares([mine[i] for i in q.tolist()],
+                                         [theirs.get(pk, frozenset()) for pk in pks.tolist()]))
+    scores = calibrate(raw, settings)
     for i in range(len(q)):
         out[int(q[i])][int(pks[i])] = {"text": float(scores[i]),
                                        "wjaccard": float(sims["wjaccard"][i]),

@@ -1,13 +1,16 @@
 """Duplicate groups: connected components over accepted pairs.
 
-A pair joins two items when it is strong or a reviewer called it a duplicate, unless a
-reviewer called it distinct (the latest decision on a pair wins). Components are found with
+A pair joins two items when it is strong (and no medium the two share clearly disagrees)
+or a reviewer called it a duplicate, unless a reviewer called it distinct (the latest
+decision on a pair wins). Components are found with
 union-find (path halving, union by size), linear in the number of edges.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
+
+from .fusion import CONTENT_SIGNALS
 
 
 def components(edges: Iterable[tuple[int, int]]) -> list[list[int]]:
@@ -38,13 +41,26 @@ def components(edges: Iterable[tuple[int, int]]) -> list[list[int]]:
 
 
 def accepted_edges(
-    pairs: Iterable[tuple[int, int, str | None]], decisions: dict[tuple[int, int], str]
+    pairs: Iterable[tuple[int, int, str | None, dict | None]],
+    decisions: dict[tuple[int, int], str],
+    disagree_below: float,
 ) -> list[tuple[int, int]]:
-    """Edges from strong pairs and confirmed labels, less those reviewers rejected."""
-    edges = {(a, b) for a, b, tier in pairs if tier == "strong"}
+    """Edges from strong pairs and confirmed labels, less those reviewers rejected.
+
+    A strong pair whose items share a medium that clearly disagrees (a content signal
+    below `disagree_below`: the same picture under a different story) stays a pair of its
+    kind, but joins no group: otherwise one picture re-used under story A and story A
+    re-posted under another picture would chain items that share nothing into one group.
+    """
+    edges = {(a, b) for a, b, tier, signals in pairs
+             if tier == "strong" and not _disagrees(signals or {}, disagree_below)}
     for pair, decision in decisions.items():
         if decision == "duplicate":
             edges.add(pair)
         elif decision == "distinct":
             edges.discard(pair)
     return sorted(edges)
+
+
+def _disagrees(signals: dict, below: float) -> bool:
+    return any(v is not None and v < below for k, v in signals.items() if k in CONTENT_SIGNALS)

@@ -61,21 +61,20 @@ def score_pairs(session: Session, pairs: np.ndarray, signals: dict[str, SignalFn
     if len(pairs) == 0:
         return 0
     lo, hi = pairs[:, 0], pairs[:, 1]
-    exact = set()
-    for start in range(0, len(pairs), 2000):
-        part = [tuple(p) for p in pairs[start:start + 2000].tolist()]
-        exact |= {(r[0], r[1]) for r in session.execute(select(Pair.a_pk, Pair.b_pk).where(
-            Pair.model_version == EXACT_VERSION, tuple_(Pair.a_pk, Pair.b_pk).in_(part)))}
-        session.execute(delete(Pair).where(
-            Pair.model_version != EXACT_VERSION, tuple_(Pair.a_pk, Pair.b_pk).in_(part)))
+    exact, stale = _stored(session, pairs)
+    for start in range(0, len(stale), 2000):
+        session.execute(delete(Pair).where(tuple_(Pair.a_pk, Pair.b_pk).in_(stale[start:start + 2000])))
     values = {name: fn(session, lo, hi) for name, fn in signals.items()}
     now = utcnow()
+    # No fused score exceeds the best single signal: pairs whose best is below the weak
+    # tier (most candidates) are dropped here, in numpy, not one dict at a time.
+    best = np.fmax.reduce([v.values for v in values.values()]) if values else np.full(len(pairs), np.nan)
     records = []
-    for i, (a, b) in enumerate(pairs.tolist()):
+    for i in np.flatnonzero(best >= settings.tier_weak).tolist():
+        a, b = int(lo[i]), int(hi[i])
         if (a, b) in exact:
             continue
-        sig = {name: round(float(v.values[i]), 4) for name, v in values.items()
-               if not np.isnan(v.values[i])}
+        sig = _signals_of(values, i)
         if not sig:
             continue
         score = fuse(sig, settings.fusion_weights)
@@ -85,12 +84,47 @@ def score_pairs(session: Session, pairs: np.ndarray, signals: dict[str, SignalFn
         details = {name: {k: _plain(arr[i]) for k, arr in v.details.items()}
                    for name, v in values.items() if v.details and not np.isnan(v.values[i])}
         records.append({"a_pk": a, "b_pk": b, "score": score, "tier": tier,
-                        "kind": match_kind(sig, settings.tier_strong), "signals": sig,
+                        "kind": match_kind(sig, settings.tier_medium), "signals": sig,
                         "details": details or None, "model_version": version[-64:],
                         "updated_at": now})
     if records:
         session.execute(insert(Pair), records)
     return len(records)
+
+
+def _stored(session: Session, pairs: np.ndarray) -> tuple[set[tuple[int, int]], list[tuple[int, int]]]:
+    """Which candidate pairs are stored already: (exact ones, scored ones). Looked up by
+    their first item and filtered here: an IN over (a, b) tuples made SQLAlchemy compile
+    two bind parameters a candidate, which cost more than the scoring."""
+    wanted = set(map(tuple, pairs.tolist()))
+    exact: set[tuple[int, int]] = set()
+    scored: list[tuple[int, int]] = []
+    firsts = np.unique(pairs[:, 0]).tolist()
+    for start in range(0, len(firsts), 5000):
+        for a, b, version in session.execute(select(Pair.a_pk, Pair.b_pk, Pair.model_version).where(
+                Pair.a_pk.in_(firsts[start:start + 5000]))):
+            if (a, b) not in wanted:
+                continue
+            if version == EXACT_VERSION:
+                exact.add((a, b))
+            else:
+                scored.append((a, b))
+    return exact, scored
+
+
+def pair_signals(session: Session, pairs: np.ndarray, signals: dict[str, SignalFn]
+                 ) -> list[dict[str, float]]:
+    """Every signal's score of each pair (absent signals left out), without writing: what
+    a retrain fits fusion weights on."""
+    if len(pairs) == 0:
+        return []
+    values = {name: fn(session, pairs[:, 0], pairs[:, 1]) for name, fn in signals.items()}
+    return [_signals_of(values, i) for i in range(len(pairs))]
+
+
+def _signals_of(values: dict[str, SignalValues], i: int) -> dict[str, float]:
+    return {name: round(float(v.values[i]), 4) for name, v in values.items()
+            if not np.isnan(v.values[i])}
 
 
 def _plain(x: object) -> float | int:

@@ -1,0 +1,323 @@
+"""The retraining job: TF-IDF, word weights and fusion from the store and the labels.
+
+Idempotent: each model is recomputed from what the store holds (document frequencies from
+the stored token sequences, word weights and fusion from the labels in force), and a model
+equal to the active one changes nothing, so a second run with no new labels or texts
+re-signs nothing. One run at a time, across machines: the job holds a row in `job_locks`
+(its primary key is the lock) and a second run waits or exits with `LockBusy`.
+
+Every run is recorded as a model version of kind "retrain" naming the versions it made
+active and the ones before them; a rollback re-activates the ones before and re-signs and
+re-scores, so the scores are the previous run's again.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections import Counter
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Callable, Iterator, Protocol
+
+import numpy as np
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session, sessionmaker
+
+from ..config import Settings
+from ..items import text_for_signals
+from ..store.schema import Item, JobLock, ModelVersion, Pair, utcnow
+from . import weights as word_weights
+from .feedback import decisions_in_force
+from .fusion_fit import FusionModel, fit_from_settings
+from .tfidf import freeze
+
+RUN_KIND = "retrain"
+FUSION_KIND = "fusion"
+LOCK_NAME = "retrain"
+
+
+class LockBusy(Exception):
+    """Another retrain holds the lock."""
+
+
+class TextModels(Protocol):
+    """What the job needs of the text stage (kept abstract: learn/ sits below the stages)."""
+
+    def count_frequencies(self) -> tuple[np.ndarray, np.ndarray, int]: ...
+
+    def reload(self) -> bool: ...  # re-read active models; True if the signer changed
+
+    def resign_all(self) -> None: ...
+
+
+@dataclass
+class RetrainReport:
+    versions: dict[str, tuple[str, str]] = field(default_factory=dict)  # kind -> (before, after)
+    labels: Counter[str] = field(default_factory=Counter)
+    words_moved: list[tuple[str, float, float]] = field(default_factory=list)
+    fusion: dict | None = None
+    resigned: bool = False
+    rescored_pairs: int = 0
+    tier_changes: Counter[tuple[str, str]] = field(default_factory=Counter)
+    rolled_back: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return any(a != b for a, b in self.versions.values())
+
+    def as_dict(self) -> dict:
+        """Plain JSON for a scheduler's log."""
+        return {"rolled_back": self.rolled_back, "changed": self.changed,
+                "versions": {k: {"before": a, "after": b} for k, (a, b) in self.versions.items()},
+                "labels": dict(self.labels), "fusion": self.fusion,
+                "words_moved": [{"word": w, "before": a, "after": b} for w, a, b in self.words_moved],
+                "resigned": self.resigned, "rescored_pairs": self.rescored_pairs,
+                "tier_changes": [{"from": a, "to": b, "pairs": n}
+                                 for (a, b), n in sorted(self.tier_changes.items())]}
+
+    def summary(self) -> str:
+        what = "rollback" if self.rolled_back else "retrain"
+        lines = [f"{what}: labels in force: " + (", ".join(f"{k} {v}" for k, v in sorted(self.labels.items())) or "none")]
+        for kind, (a, b) in self.versions.items():
+            lines.append(f"  {kind}: {a} -> {b}" if a != b else f"  {kind}: {a} (unchanged)")
+        if self.words_moved:
+            lines.append("  words moved most: " + ", ".join(
+                f"{w} {a:.2f}->{b:.2f}" for w, a, b in self.words_moved[:10]))
+        if self.fusion:
+            lines.append(f"  fusion: {self.fusion.get('reason', '')}")
+        if not self.changed:
+            lines.append("  nothing changed: no item re-signed, no pair re-scored")
+            return "\n".join(lines)
+        lines.append(f"  items re-signed: {'all texts' if self.resigned else 'none'}; "
+                     f"pairs re-scored: {self.rescored_pairs}")
+        moves = [f"{a}->{b} {n}" for (a, b), n in sorted(self.tier_changes.items()) if a != b]
+        lines.append("  pairs whose tier changed: " + (", ".join(moves) if moves else "none"))
+        return "\n".join(lines)
+
+
+# --- the lock --------------------------------------------------------------------------
+
+
+def holder_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@contextmanager
+def job_lock(sessions: sessionmaker[Session], name: str, holder: str, ttl: timedelta,
+             wait_seconds: float = 0.0, poll: float = 1.0) -> Iterator[None]:
+    """Hold the named lock for the block. Taking it is one INSERT of the lock's primary
+    key, which the database lets only one transaction win; a lock past its expiry (a run
+    that crashed) is taken over by an UPDATE that only one taker can match."""
+    deadline = time.monotonic() + wait_seconds
+    while not _try_lock(sessions, name, holder, ttl):
+        if time.monotonic() >= deadline:
+            with sessions() as session:
+                row = session.get(JobLock, name)
+            who = f"{row.holder} since {row.acquired_at:%Y-%m-%d %H:%M:%S}" if row else "another run"
+            raise LockBusy(f"another {name} is running ({who}); try again later or pass --wait")
+        time.sleep(poll)
+    try:
+        yield
+    finally:
+        with sessions.begin() as session:
+            session.execute(delete(JobLock).where(JobLock.name == name, JobLock.holder == holder))
+
+
+def _try_lock(sessions: sessionmaker[Session], name: str, holder: str, ttl: timedelta) -> bool:
+    now = utcnow()
+    try:
+        with sessions.begin() as session:
+            session.execute(insert(JobLock).values(name=name, holder=holder, acquired_at=now,
+                                                   expires_at=now + ttl))
+        return True
+    except IntegrityError:
+        pass
+    with sessions.begin() as session:
+        taken = session.execute(update(JobLock).where(JobLock.name == name, JobLock.expires_at < now)
+                                .values(holder=holder, acquired_at=now, expires_at=now + ttl))
+        return taken.rowcount == 1
+
+
+# --- models in force -------------------------------------------------------------------
+
+
+def active_version(session: Session, kind: str) -> str | None:
+    return session.scalar(select(ModelVersion.version).where(ModelVersion.kind == kind,
+                                                             ModelVersion.active.is_(True)))
+
+
+def active_fusion(session: Session) -> FusionModel | None:
+    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == FUSION_KIND,
+                                                    ModelVersion.active.is_(True)))
+    return FusionModel.from_params(row.params) if row is not None else None
+
+
+def with_fusion(settings: Settings, model: FusionModel | None) -> Settings:
+    """The settings scoring runs with: the fitted weights and tiers where a fit exists."""
+    if model is None or not model.fitted:
+        return settings
+    return replace(settings, fusion_weights=dict(model.weights), tier_strong=model.strong,
+                   tier_medium=model.medium, tier_weak=model.weak)
+
+
+def _activate(session: Session, kind: str, version: str | None, params: dict | None = None) -> None:
+    """Make `version` of `kind` the active one (None: none active, the defaults apply)."""
+    session.execute(update(ModelVersion).where(ModelVersion.kind == kind).values(active=False))
+    if version is None:
+        return
+    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == kind,
+                                                    ModelVersion.version == version))
+    if row is None:
+        row = ModelVersion(kind=kind, version=version, params=params or {})
+        session.add(row)
+    row.active = True
+
+
+# --- the job ---------------------------------------------------------------------------
+
+
+Rescore = Callable[[Session, np.ndarray], int]
+Signals = Callable[[Session, np.ndarray], list[dict[str, float]]]
+
+
+@dataclass
+class Job:
+    sessions: sessionmaker[Session]
+    settings: Settings  # as configured (not the fitted fusion)
+    text: TextModels
+    signals: Signals  # every signal's score of pairs, without writing
+    rescore: Rescore  # score pairs with the models in force and write them
+    on_models_changed: Callable[[], None]  # the caller re-reads the fusion model
+
+    def run(self, wait_seconds: float = 0.0) -> RetrainReport:
+        ttl = timedelta(seconds=self.settings.retrain_lock_seconds)
+        with job_lock(self.sessions, LOCK_NAME, holder_name(), ttl, wait_seconds):
+            return self._retrain()
+
+    def rollback(self, wait_seconds: float = 0.0) -> RetrainReport:
+        ttl = timedelta(seconds=self.settings.retrain_lock_seconds)
+        with job_lock(self.sessions, LOCK_NAME, holder_name(), ttl, wait_seconds):
+            return self._rollback()
+
+    def _retrain(self) -> RetrainReport:
+        report = RetrainReport()
+        with self.sessions() as session:
+            before = {k: active_version(session, k) for k in ("tfidf", word_weights.KIND, FUSION_KIND)}
+            old_words = word_weights.active(session)
+        tiers_before = self._tiers()
+
+        keys, df, n_docs = self.text.count_frequencies()
+        training = self._labelled_texts()
+        report.labels = Counter("duplicate" if d else "distinct" for _, _, d in training)
+        new_words = word_weights.learn(training, self.settings)
+        report.words_moved = word_weights.moved(old_words, new_words)
+        with self.sessions.begin() as session:
+            if n_docs >= self.settings.tfidf_min_docs:
+                freeze(session, keys, df, n_docs)
+            if new_words.version != old_words.version:
+                word_weights.activate(session, new_words, {"labels": dict(report.labels)})
+        self._apply(report)  # new text models first: fusion is fitted on their scores
+
+        fusion = fit_from_settings(self._labelled_signals(), self.settings)
+        report.fusion = {"reason": fusion.reason, **fusion.metrics}
+        with self.sessions.begin() as session:
+            _activate(session, FUSION_KIND, fusion.version if fusion.fitted else None,
+                      fusion.as_params())
+        self.on_models_changed()
+        with self.sessions.begin() as session:
+            after = {k: active_version(session, k) for k in before}
+            if after != before:
+                _record_run(session, before, after)
+        report.versions = {k: (before[k] or "default", after[k] or "default") for k in before}
+        if after[FUSION_KIND] != before[FUSION_KIND]:
+            report.rescored_pairs = self._rescore_all()
+        report.tier_changes = _tier_changes(tiers_before, self._tiers())
+        return report
+
+    def _rollback(self) -> RetrainReport:
+        report = RetrainReport(rolled_back=True)
+        with self.sessions.begin() as session:
+            run = session.scalar(select(ModelVersion).where(ModelVersion.kind == RUN_KIND,
+                                                            ModelVersion.active.is_(True)))
+            if run is None:
+                raise LookupError("no retrain to roll back")
+            previous, current = run.params["before"], run.params["after"]
+            for kind, version in previous.items():
+                _activate(session, kind, version)
+            run.active = False
+            run.params = {**run.params, "rolled_back": True}
+            _reactivate_previous_run(session, run.pk)
+            report.versions = {k: (current[k] or "default", previous[k] or "default") for k in previous}
+        tiers_before = self._tiers()
+        self.on_models_changed()
+        self._apply(report)
+        report.rescored_pairs = self._rescore_all()
+        report.tier_changes = _tier_changes(tiers_before, self._tiers())
+        return report
+
+    def _apply(self, report: RetrainReport) -> None:
+        if self.text.reload():
+            self.text.resign_all()
+            report.resigned = True
+
+    def _labelled_texts(self) -> list[tuple[str, str, bool]]:
+        with self.sessions() as session:
+            decisions = decisions_in_force(session)
+            pks = sorted({pk for pair in decisions for pk in pair})
+            texts: dict[int, str] = {}
+            for start in range(0, len(pks), 5000):
+                for pk, title, text, page in session.execute(
+                        select(Item.pk, Item.title, Item.text, Item.page_text)
+                        .where(Item.pk.in_(pks[start:start + 5000]))):
+                    texts[pk] = text_for_signals(title, text, page)
+        return [(texts[a], texts[b], d == "duplicate") for (a, b), d in sorted(decisions.items())
+                if texts.get(a, "").strip() and texts.get(b, "").strip()]
+
+    def _labelled_signals(self) -> list[tuple[dict[str, float], bool]]:
+        with self.sessions() as session:
+            decisions = decisions_in_force(session)
+            pairs = np.array(sorted(decisions), np.int64).reshape(-1, 2)
+            values = self.signals(session, pairs)
+        return [(v, decisions[(int(a), int(b))] == "duplicate")
+                for (a, b), v in zip(pairs.tolist(), values) if v]
+
+    def _rescore_all(self) -> int:
+        """Score every stored scored pair again (exact pairs never change)."""
+        with self.sessions() as session:
+            pairs = np.array(session.execute(select(Pair.a_pk, Pair.b_pk).where(
+                Pair.model_version != "exact").order_by(Pair.a_pk, Pair.b_pk)).all(),
+                np.int64).reshape(-1, 2)
+        for start in range(0, len(pairs), 5000):
+            with self.sessions.begin() as session:
+                self.rescore(session, pairs[start:start + 5000])
+        return len(pairs)
+
+    def _tiers(self) -> dict[tuple[int, int], str]:
+        with self.sessions() as session:
+            return {(a, b): t for a, b, t in session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier))}
+
+
+def _tier_changes(before: dict, after: dict) -> Counter[tuple[str, str]]:
+    return Counter((before.get(k, "none"), after.get(k, "none")) for k in set(before) | set(after)
+                   if before.get(k) != after.get(k))
+
+
+def _record_run(session: Session, before: dict, after: dict) -> None:
+    session.execute(update(ModelVersion).where(ModelVersion.kind == RUN_KIND).values(active=False))
+    n = len(session.scalars(select(ModelVersion.pk).where(ModelVersion.kind == RUN_KIND)).all())
+    session.add(ModelVersion(kind=RUN_KIND, version=f"run{n + 1}-{utcnow():%Y%m%dT%H%M%S}",
+                             params={"before": before, "after": after}, active=True))
+
+
+def _reactivate_previous_run(session: Session, pk: int) -> None:
+    """After a rollback, the run before the rolled-back one is the one a further rollback
+    undoes."""
+    for row in session.scalars(select(ModelVersion).where(
+            ModelVersion.kind == RUN_KIND, ModelVersion.pk < pk).order_by(ModelVersion.pk.desc())):
+        if not row.params.get("rolled_back"):
+            row.active = True
+            return

@@ -1,0 +1,164 @@
+"""Learned word weights: per-word multipliers on TF-IDF weights, taught by reviewers.
+
+Why: TF-IDF knows how rare a word is, not whether it decides anything. Two notices that
+differ only in "不予批准" / "给予批准" (approved / rejected, shall / shall not) share almost
+every word, so every sketch calls them duplicates; a repost with a new date line and an
+editor's name differs in words that decide nothing, so it scores lower than it should.
+Labels say which words matter:
+
+- a pair labelled *distinct*: the words that differ between the two texts separated them,
+  so they gain weight; the words the two share misled the sketches, so they lose a little
+  (a quarter of a unit, spread over all shared words of the pair);
+- a pair labelled *duplicate*: the words that differ (dates, editors, sources) decided
+  nothing, so they lose weight.
+
+A label is one unit of evidence for each differing word while at most FEW_WORDS differ; a
+pair differing in more words spreads the unit over them (two different texts called
+distinct say nothing about any one of their words).
+
+Each word's evidence is a net count (gains minus losses over all labels in force); the
+multiplier is exp(step * net), bounded to [word_weight_min, word_weight_max], so a few
+labels move a word and no number of labels can make it vanish from everything or outweigh
+a whole text. A word at the floor is dropped from the sketches, as a template word is. A
+word above 1 is decisive in proportion to log(m) / log(max): its weight in a text is raised
+to at least that share of the weight of the rest of the text (and it adds that share of the
+text's shingle count to the shingle set), so that one differing decisive word separates
+two texts of any length alike; a plain multiplier would be diluted by a long text. A
+retrain recomputes the multipliers from all labels in force, so a corrected label corrects
+the weights; each result is stored as a new model version (the history: every version and
+its words stay in `word_weights`, and `mmdedup retrain --rollback` re-activates the one
+before).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import insert, select, update
+from sqlalchemy.orm import Session
+
+from ..config import Settings
+from ..extract.text import hash_strings, tokenize
+from ..store.schema import ModelVersion, WordWeight
+
+KIND = "words"
+NO_WEIGHTS = "w0"  # the version of "every multiplier is 1.0"
+_MAX_WORD = 255  # the column's width; longer tokens (no real word) are not learned
+SHARED_SHARE = 0.25  # how much a distinct pair's shared words lose, relative to one step
+FEW_WORDS = 8  # up to this many differing words, each gets a whole unit of a label
+MIN_LOG_MOVE = 0.05  # smaller moves (a word shared by one distinct pair) are not kept
+
+
+@dataclass(frozen=True)
+class WordWeights:
+    """Multipliers of the words labels moved; every other word is 1.0."""
+
+    version: str
+    words: tuple[str, ...]
+    multipliers: np.ndarray  # float32, aligned with words
+    floor: float = 0.0  # a word at the floor is dropped (multiplier 0 in `table`)
+    ceiling: float = 1.0  # a word at the ceiling weighs as much as the rest of its text
+
+    def share(self, multipliers: np.ndarray) -> np.ndarray:
+        """How decisive words are, from 0 (multiplier <= 1) to 1 (at the ceiling): the
+        part of the rest of a text's weight that a word's own weight is raised to."""
+        if self.ceiling <= 1:
+            return np.zeros(len(multipliers))
+        return np.clip(np.log(np.maximum(multipliers, 1.0)) / np.log(self.ceiling), 0.0, 1.0)
+
+    @property
+    def table(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(sorted word hashes, multipliers), the form TextSigner looks words up in."""
+        if not self.words:
+            return None
+        hashes = hash_strings(list(self.words))
+        order = np.argsort(hashes)
+        m = self.multipliers[order]
+        return hashes[order], np.where(m <= self.floor * (1 + 1e-4), np.float32(0), m)
+
+    def as_dict(self) -> dict[str, float]:
+        return {w: round(float(m), 4) for w, m in zip(self.words, self.multipliers.tolist())}
+
+
+UNIT = WordWeights(NO_WEIGHTS, (), np.zeros(0, np.float32))
+
+
+def evidence(pairs: list[tuple[str, str, bool]]) -> Counter[str]:
+    """Net count per word over labelled pairs (text a, text b, duplicate?)."""
+    net: Counter[str] = Counter()
+    for text_a, text_b, duplicate in pairs:
+        a, b = Counter(tokenize(text_a)), Counter(tokenize(text_b))
+        # Counts, not sets: "shall not" beside "must not" differs from "shall" beside
+        # "must not" in how often "not" occurs.
+        differ = {w for w in a.keys() | b.keys() if a[w] != b[w]}
+        # One label is one unit of evidence per word while few words differ; a pair that
+        # differs in many words says little about each, so the unit is spread over them.
+        step = (-1.0 if duplicate else 1.0) / max(1.0, len(differ) / FEW_WORDS)
+        for word in differ:
+            net[word] += step
+        shared = (a.keys() & b.keys()) - differ
+        if not duplicate and shared:
+            share = SHARED_SHARE / len(shared)
+            for word in shared:
+                net[word] -= share
+    return net
+
+
+def learn(pairs: list[tuple[str, str, bool]], settings: Settings) -> WordWeights:
+    """Multipliers from labelled pairs; words whose net evidence is ~0 stay at 1.0."""
+    net = evidence(pairs)
+    lo, hi = np.log(settings.word_weight_min), np.log(settings.word_weight_max)
+    words = sorted(w for w, n in net.items() if abs(n) >= 1e-9 and len(w) <= _MAX_WORD)
+    if not words:
+        return UNIT
+    logm = np.clip(settings.word_weight_step * np.array([net[w] for w in words]), lo, hi)
+    keep = np.abs(logm) >= MIN_LOG_MOVE
+    words = [w for w, k in zip(words, keep.tolist()) if k]
+    mult = np.exp(logm[keep]).astype(np.float32)
+    digest = hashlib.sha256("\n".join(f"{w}\t{m:.4f}" for w, m in zip(words, mult.tolist()))
+                            .encode("utf-8")).hexdigest()[:10]
+    return (WordWeights(f"ww-{digest}", tuple(words), mult, settings.word_weight_min,
+                        settings.word_weight_max) if words else UNIT)
+
+
+def active(session: Session) -> WordWeights:
+    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == KIND,
+                                                    ModelVersion.active.is_(True)))
+    if row is None or row.version == NO_WEIGHTS:
+        return UNIT
+    rows = session.execute(select(WordWeight.word, WordWeight.weight)
+                           .where(WordWeight.model_pk == row.pk).order_by(WordWeight.word)).all()
+    return WordWeights(row.version, tuple(r[0] for r in rows),
+                       np.array([r[1] for r in rows], np.float32), float(row.params.get("floor", 0.0)),
+                       float(row.params.get("ceiling", 1.0)))
+
+
+def activate(session: Session, weights: WordWeights, params: dict | None = None) -> None:
+    """Store `weights` as a version (once) and make it the active one."""
+    session.execute(update(ModelVersion).where(ModelVersion.kind == KIND).values(active=False))
+    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == KIND,
+                                                    ModelVersion.version == weights.version))
+    if row is not None:
+        row.active = True
+        return
+    row = ModelVersion(kind=KIND, version=weights.version, active=True,
+                       params={"words": len(weights.words), "floor": weights.floor,
+                               "ceiling": weights.ceiling, **(params or {})})
+    session.add(row)
+    session.flush()
+    if weights.words:
+        session.execute(insert(WordWeight), [
+            {"model_pk": row.pk, "word": w, "weight": float(m)}
+            for w, m in zip(weights.words, weights.multipliers.tolist())])
+
+
+def moved(old: WordWeights, new: WordWeights, top: int = 20) -> list[tuple[str, float, float]]:
+    """The words whose multiplier changed most (by log ratio): (word, old, new)."""
+    a, b = old.as_dict(), new.as_dict()
+    changes = [(w, a.get(w, 1.0), b.get(w, 1.0)) for w in set(a) | set(b)]
+    changes = [c for c in changes if abs(np.log(c[2] / c[1])) > 1e-3]
+    changes.sort(key=lambda c: (-abs(np.log(c[2] / c[1])), c[0]))
+    return changes[:top]

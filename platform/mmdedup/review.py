@@ -1,0 +1,394 @@
+"""`mmdedup review`: a reviewer's pass over the review queue in the terminal.
+
+Each screen shows one pair: the two items side by side (title, text, files), the words
+that differ highlighted, the per-signal scores and the fused score, tier and kind, and the
+keys: d duplicate, n distinct, u unsure, s skip, z undo, q quit. Keys are read one at a
+time when standard input is a terminal (cbreak mode, restored on exit); otherwise one line
+each (its first character), so a session can be scripted: `printf 'd\\nn\\nq\\n' | mmdedup
+review`. The queue logic (order, claims, undo, resume) is in learn/feedback.py.
+
+Differing words: both texts are cut into the project tokenizer's tokens (jieba words for
+Chinese, folded case and width), aligned in order with difflib, and the tokens outside
+the matching blocks are marked; a passage the other text holds too (a run of at least
+`MOVED_RUN` tokens, anywhere) is not marked, so moved paragraphs are not shown as
+changes. Long texts are cut to what fits the terminal, starting a little before the first
+difference when it would not be on screen.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import signal
+import sys
+from contextlib import contextmanager
+from difflib import SequenceMatcher
+from typing import IO, Any, Iterator, Sequence
+
+from rich import box
+from rich.cells import get_character_cell_size
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from .api import SIGNAL_NAMES, Platform, default_reviewer
+from .extract.text import tokenize
+from .learn.feedback import PairView, ReviewSession
+
+KEYS = {"d": "duplicate", "n": "distinct", "u": "unsure", "s": "skip", "z": "undo", "q": "quit"}
+KEY_LINE = "  ".join(f"[{k}] {v}" for k, v in KEYS.items())
+HIGHLIGHT = "bold black on yellow"
+MOVED_RUN = 4  # a shared run of this many tokens is a moved passage, not a change
+MAX_DIFF_TOKENS = 5000  # past this many tokens a text is not diffed (nor shown)
+_WORD_RUN = re.compile(r"[^\W_]+")
+# Control characters (an ESC in an item's text would drive the terminal) shown as U+FFFD,
+# one for one so offsets do not move; newlines stay, tabs become spaces.
+_CONTROLS = {c: "\ufffd" for c in [*range(0x20), *range(0x7f, 0xa0)] if c not in (0x0a,)}
+_CONTROLS[0x09] = " "
+
+
+def run_review(platform: Platform, *, reviewer: str | None = None, limit: int | None = None,
+               tiers: Sequence[str] | None = None, stdin: IO[str] | None = None,
+               stdout: IO[str] | None = None) -> int:
+    """Run one review session until the queue is empty, `limit` decisions are made or the
+    reviewer quits; the pairs it still holds are released on the way out."""
+    reviewer = reviewer or default_reviewer()
+    console = Console(file=stdout or sys.stdout, highlight=False, emoji=False)
+    keys = KeyReader(stdin or sys.stdin)
+    interactive = console.is_terminal and keys.is_tty
+    message, ended = "", "quit"
+    session = platform.review_session(reviewer, tiers)
+    with _exit_on_signals(), session, keys:
+        if interactive:
+            console.set_alt_screen(True)
+        try:
+            while True:
+                if limit is not None and session.labelled >= limit:
+                    ended = "limit"
+                    break
+                view = session.current()
+                if view is None:
+                    ended = "empty"
+                    break
+                draw(console, view, session, message, interactive)
+                key = keys.read()
+                if not interactive:
+                    console.print()
+                if key in ("q", "\x04", "\x1b"):  # q, Ctrl-D, Esc
+                    break
+                message = act(session, key)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if interactive:
+                console.set_alt_screen(False)
+        left = session.remaining()
+    console.print(summary(session, ended, left), highlight=False, soft_wrap=True)
+    return 0
+
+
+def act(session: ReviewSession, key: str) -> str:
+    """Apply one key; the message for the next screen."""
+    action = KEYS.get(key.lower()) if key else None
+    if action in ("duplicate", "distinct", "unsure"):
+        view = session.decide(action)
+        return f"{view.a['id']} ~ {view.b['id']}: {action}"
+    if action == "skip":
+        view = session.skip()
+        return f"skipped {view.a['id']} ~ {view.b['id']}"
+    if action == "undo":
+        done = session.undo()
+        if done is None:
+            return "nothing to undo in this session"
+        return f"undone: {done.ids[0]} ~ {done.ids[1]}: {done.decision}"
+    return f"unknown key {key!r}" if key else ""
+
+
+def summary(session: ReviewSession, ended: str, left: int) -> str:
+    c = session.counts
+    text = (f"{session.reviewer}: {session.labelled} labelled this session "
+            f"({c['duplicate']} duplicate, {c['distinct']} distinct, {c['unsure']} unsure)")
+    skipped = len(session.set_aside) + len(session.skipped)
+    if skipped:
+        text += f", {skipped} skipped"
+    if ended == "empty":
+        return text + "; the review queue is empty."
+    stop = "stopped at --limit" if ended == "limit" else "quit"
+    return (text + f"; {stop} with {left} pairs left in the queue. "
+            "`mmdedup review` goes on from there.")
+
+
+# --- the screen ------------------------------------------------------------------------
+
+
+def draw(console: Console, view: PairView, session: ReviewSession, message: str,
+         interactive: bool) -> None:
+    width, height = console.size
+    if interactive:
+        console.clear()
+    console.print(screen(view, session.reviewer, session.remaining(), session.labelled,
+                         message, width, height))
+    if not interactive:
+        console.print("key? ", end="")
+        console.file.flush()
+
+
+def screen(view: PairView, reviewer: str, left: int, labelled: int, message: str,
+           width: int, height: int) -> Group:
+    """Everything one screen shows, fitted to width x height."""
+    header = Text.assemble(("mmdedup review", "bold"), f"  reviewer {reviewer}  ·  "
+                           f"{left} to go  ·  {labelled} labelled this session")
+    assets = max(len(view.a["assets"]), len(view.b["assets"]))
+    shown_assets = min(assets, 3)
+    lines = max(3, height - 17 - shown_assets)
+    column = max(10, (width - 7) // 2)
+    text_a, text_b = marked_texts(view.a["text"], view.b["text"], column, lines)
+
+    sides = Table(box=box.ROUNDED, expand=True, show_lines=True, padding=(0, 1))
+    sides.add_column(Text(view.a["id"], style="bold cyan"), ratio=1, overflow="fold")
+    sides.add_column(Text(view.b["id"], style="bold cyan"), ratio=1, overflow="fold")
+    if view.a["title"] or view.b["title"]:
+        sides.add_row(Text(_safe(view.a["title"]), style="bold"),
+                      Text(_safe(view.b["title"]), style="bold"))
+    sides.add_row(text_a, text_b)
+    if assets:
+        sides.add_row(*(Text(_assets(v["assets"], shown_assets), style="dim")
+                        for v in (view.a, view.b)))
+
+    names = [n for n in SIGNAL_NAMES] + sorted(k for k in view.signals if k not in SIGNAL_NAMES)
+    scores = Table(box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
+    for name in names:
+        scores.add_column(name, justify="right")
+    for name in ("fused", "tier", "kind"):
+        scores.add_column(name, style="bold" if name == "fused" else None)
+    scores.add_row(*[_score(view.signals.get(n)) for n in names],
+                   f"{view.score:.3f}", str(view.tier), view.kind)
+    why = "  ".join(f"{signal}: " + ", ".join(f"{k} {_num(v)}" for k, v in figures.items())
+                    for signal, figures in view.details.items() if isinstance(figures, dict))
+    parts: list[Any] = [header, sides, scores]
+    if why:
+        parts.append(Text(why, style="dim", overflow="ellipsis", no_wrap=True))
+    parts.append(Text(KEY_LINE, style="bold"))
+    parts.append(Text(message or " ", style="italic"))
+    return Group(*parts)
+
+
+def marked_texts(a: str, b: str, width: int, lines: int) -> tuple[Text, Text]:
+    """Both texts with the words that differ highlighted, each cut to about width x lines."""
+    a, b = _safe(a), _safe(b)
+    tokens_a, tokens_b = display_tokens(a), display_tokens(b)
+    changed_a, changed_b = differing([t[2] for t in tokens_a], [t[2] for t in tokens_b])
+    return (_fit(a, tokens_a, changed_a, width, lines),
+            _fit(b, tokens_b, changed_b, width, lines))
+
+
+def display_tokens(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, key) of each token: the tokenizer's tokens (keys folded as the text
+    signal folds them, jieba words for Chinese) with offsets into the text as shown."""
+    tokens: list[tuple[int, int, str]] = []
+    for run in _WORD_RUN.finditer(text):
+        start, word = run.start(), run.group()
+        keys = tokenize(word, drop_stop_words=False)
+        if sum(map(len, keys)) != len(word):  # folding changed a length: one token
+            tokens.append((start, run.end(), "".join(keys) or word.casefold()))
+        else:
+            for key in keys:
+                tokens.append((start, start + len(key), key))
+                start += len(key)
+        if len(tokens) >= MAX_DIFF_TOKENS:
+            break
+    return tokens[:MAX_DIFF_TOKENS]
+
+
+def differing(a: list[str], b: list[str]) -> tuple[list[bool], list[bool]]:
+    """Which tokens of a and of b differ: outside difflib's matching blocks, and not in a
+    run of MOVED_RUN tokens that the other text holds somewhere."""
+    changed_a, changed_b = [False] * len(a), [False] * len(b)
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "equal":
+            changed_a[i1:i2] = [True] * (i2 - i1)
+            changed_b[j1:j2] = [True] * (j2 - j1)
+    _unmark_moved(a, changed_a, b)
+    _unmark_moved(b, changed_b, a)
+    return changed_a, changed_b
+
+
+def _unmark_moved(keys: list[str], changed: list[bool], other: list[str]) -> None:
+    k = MOVED_RUN
+    grams = {tuple(other[i:i + k]) for i in range(len(other) - k + 1)}
+    for i in range(len(keys) - k + 1):
+        if any(changed[i:i + k]) and tuple(keys[i:i + k]) in grams:
+            changed[i:i + k] = [False] * k
+
+
+def _fit(text: str, tokens: list[tuple[int, int, str]], changed: list[bool], width: int,
+         lines: int) -> Text:
+    """The part of `text` that fits, as a Text with runs of changed tokens highlighted."""
+    first = next((t[0] for t, c in zip(tokens, changed) if c), None)
+    start = 0
+    if first is not None and _rows(text, 0, first, width) > lines // 2:
+        # Start a few rows above the first difference, at a token.
+        before = [t[0] for t in tokens if t[0] <= first]
+        start = before[-1]
+        for offset in reversed(before):
+            if _rows(text, offset, first, width) > max(1, lines // 4):
+                break
+            start = offset
+    end = _cut(text, start, width, max(1, lines - 1))
+    out = Text()
+    if start > 0:
+        out.append("… ", style="dim")
+    spans = _spans(tokens, changed)
+    at = start
+    for s, e in spans:
+        if e <= start or s >= end:
+            continue
+        s, e = max(s, start), min(e, end)
+        out.append(text[at:s])
+        out.append(text[s:e], style=HIGHLIGHT)
+        at = e
+    out.append(text[at:end])
+    if end < len(text):
+        out.append(f" … [+{len(text) - end} characters]", style="dim")
+    return out
+
+
+def _spans(tokens: list[tuple[int, int, str]], changed: list[bool]) -> list[tuple[int, int]]:
+    """Character spans of runs of consecutive changed tokens (the spaces and punctuation
+    between two changed tokens are marked too)."""
+    runs: list[tuple[int, int]] = []
+    previous_changed = False
+    for (s, e, _), c in zip(tokens, changed):
+        if c and previous_changed:
+            runs[-1] = (runs[-1][0], e)
+        elif c:
+            runs.append((s, e))
+        previous_changed = c
+    return runs
+
+
+def _rows(text: str, start: int, end: int, width: int) -> int:
+    """Terminal rows text[start:end] takes at this width (character wrap: an estimate)."""
+    rows, column = 1, 0
+    for char in text[start:end]:
+        if char == "\n":
+            rows, column = rows + 1, 0
+            continue
+        size = get_character_cell_size(char)
+        if column + size > width:
+            rows, column = rows + 1, 0
+        column += size
+    return rows
+
+
+def _cut(text: str, start: int, width: int, lines: int) -> int:
+    """The end offset of the part of text from `start` that fits in `lines` rows, moved
+    back to a space when one is near (word wrap takes a little more than this)."""
+    rows, column = 1, 0
+    limit = int(lines * 0.9) or 1
+    for at in range(start, len(text)):
+        char = text[at]
+        if char == "\n":
+            rows, column = rows + 1, 0
+        else:
+            size = get_character_cell_size(char)
+            if column + size > width:
+                rows, column = rows + 1, 0
+            column += size
+        if rows > limit:
+            space = text.rfind(" ", start, at)
+            return space if space > at - width // 2 else at
+    return len(text)
+
+
+def _safe(text: str) -> str:
+    return text.replace("\r\n", "\n").translate(_CONTROLS).rstrip()
+
+
+def _assets(assets: list[str], shown: int) -> str:
+    lines = assets[:shown]
+    if len(assets) > shown:
+        lines.append(f"… {len(assets) - shown} more files")
+    return "\n".join(lines) or "-"
+
+
+def _score(value: Any) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _num(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+# --- keys ------------------------------------------------------------------------------
+
+
+class KeyReader:
+    """Single keys from a terminal (cbreak mode: no Enter, no echo, Ctrl-C still
+    interrupts), else the first character of each line; end of input reads as quit."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        try:
+            self.fd: int | None = stream.fileno() if stream.isatty() else None
+        except (AttributeError, OSError, ValueError):
+            self.fd = None
+        self._saved: Any = None
+
+    @property
+    def is_tty(self) -> bool:
+        return self.fd is not None
+
+    def __enter__(self) -> KeyReader:
+        if self.fd is not None:
+            import termios
+            import tty
+
+            self._saved = termios.tcgetattr(self.fd)
+            tty.setcbreak(self.fd)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None and self._saved is not None:
+            import termios
+
+            termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+            self._saved = None
+
+    def read(self) -> str:
+        if self.fd is None:
+            line = self.stream.readline()
+            return line.strip()[:1] if line else "q"
+        data = os.read(self.fd, 1)
+        if not data:
+            return "q"
+        if data == b"\x1b":  # an escape sequence (arrow keys): swallow the rest
+            if select.select([self.fd], [], [], 0.05)[0]:
+                os.read(self.fd, 32)
+                return ""
+            return "\x1b"
+        if data[0] >= 0x80:  # the rest of a UTF-8 character
+            while select.select([self.fd], [], [], 0.01)[0] and len(data) < 4:
+                data += os.read(self.fd, 1)
+        return data.decode("utf-8", errors="replace")
+
+
+@contextmanager
+def _exit_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP (the terminal closed) end the session the way q does, so its
+    claims are released and the terminal restored."""
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    saved = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            saved[sig] = signal.signal(sig, stop)
+    except (ValueError, AttributeError):  # not the main thread, or no such signal
+        pass
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
