@@ -162,6 +162,13 @@ def test_texts_without_words_ingest_and_pair_with_nothing(platform: Platform) ->
     assert [p for p in platform.pairs("weak") if p["kind"] == "text-reuse"] == []
 
 
+def test_a_chunk_ending_in_a_text_without_words_ingests(platform: Platform) -> None:
+    # The last document of a signed batch empty, after ones with words.
+    report = platform.ingest([{"id": "real", "text": "\n".join(NEWS)},
+                              {"id": "stop", "text": "the of and to a in 的 了 是"}])
+    assert (report.new, report.failed) == (2, 0)
+
+
 def test_pairs_explain_the_text_signal(platform: Platform) -> None:
     platform.ingest([{"id": "a", "text": "\n".join(NEWS)},
                      {"id": "b", "text": "\n".join(NEWS[:4])}])

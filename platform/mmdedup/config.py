@@ -168,6 +168,10 @@ def tiers_at_least(min_tier: str) -> tuple[str, ...]:
     return TIERS[: TIERS.index(min_tier) + 1]
 
 
+# Field types an MMDEDUP_<FIELD> variable can set (annotations are strings here).
+_ENV_TYPES = {"int": int, "float": float, "str": str}
+
+
 def load_settings(home: Path) -> Settings:
     """Defaults, overridden by `<home>/config.toml` and then by MMDEDUP_<FIELD> variables."""
     values: dict[str, object] = {}
@@ -181,6 +185,7 @@ def load_settings(home: Path) -> Settings:
         raise ValueError(f"{path}: unknown settings {', '.join(sorted(unknown))}")
     for name, f in known.items():
         env = os.environ.get(f"MMDEDUP_{name.upper()}")
-        if env is not None and f.type in ("int", "float", "str"):
-            values[name] = {"int": int, "float": float, "str": str}[f.type](env)
+        parse = _ENV_TYPES.get(f.type)
+        if env is not None and parse is not None:
+            values[name] = parse(env)
     return Settings(**values)  # type: ignore[arg-type]

@@ -122,7 +122,7 @@ class TextSigner:
         return self.sign_tokens(tokenize_texts(texts))
 
     def sign_tokens(self, tokens: TokenBatch) -> TextSketches:
-        kept = _select(tokens, self.term_weights(tokens.hashes) > 0)
+        kept = tokens.select(self.term_weights(tokens.hashes) > 0)
         bag = collapse_terms(kept.with_weights(None))  # distinct terms, weight = tf
         tf = bag.weights
         weights = (1 + np.log(np.maximum(tf, 1))) * self.term_weights(bag.hashes)
@@ -133,17 +133,6 @@ class TextSigner:
             minhash=self.minhash(_shingles(kept, SHINGLE_N)),
             empty=bag.lengths == 0,
         )
-
-
-def _select(batch: TokenBatch, keep: np.ndarray) -> TokenBatch:
-    """The entries where `keep` is true, documents kept in place (possibly emptied)."""
-    counts = np.add.reduceat(keep.astype(np.int64), batch.offsets[:-1]) if len(keep) else \
-        np.zeros(batch.n_docs, np.int64)
-    counts = np.where(batch.lengths > 0, counts, 0)
-    offsets = np.zeros(batch.n_docs + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    weights = batch.weights[keep] if batch.weights is not None else None
-    return TokenBatch(batch.hashes[keep], offsets, weights)
 
 
 def _shingles(batch: TokenBatch, n: int) -> TokenBatch:
@@ -295,16 +284,20 @@ def load_sketches(session: Session, pks: np.ndarray | None, version: str) -> tup
 # --- the ingest step ------------------------------------------------------------------
 
 
-def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch) -> None:
+def _replace_signatures(session: Session, kind: str, version: str, pks: np.ndarray,
+                        values: list[bytes]) -> None:
+    """These items' signature of `kind`, whatever its version, replaced by `values`."""
     now = utcnow()
-    version = tokens_version()
-    session.execute(delete(Signature).where(Signature.kind == TOKENS_KIND,
-                                            Signature.item_pk.in_(pks.tolist())))
+    session.execute(delete(Signature).where(Signature.kind == kind, Signature.item_pk.in_(pks.tolist())))
     session.execute(insert(Signature), [
-        {"item_pk": pk, "kind": TOKENS_KIND, "version": version, "value": tokens.doc(i).tobytes(),
-         "created_at": now}
-        for i, pk in enumerate(pks.tolist())
+        {"item_pk": pk, "kind": kind, "version": version, "value": value, "created_at": now}
+        for pk, value in zip(pks.tolist(), values)
     ])
+
+
+def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch) -> None:
+    _replace_signatures(session, TOKENS_KIND, tokens_version(), pks,
+                        [tokens.doc(i).tobytes() for i in range(len(pks))])
 
 
 def sign_and_index(session: Session, pks: np.ndarray, tokens: TokenBatch, signer: TextSigner,
@@ -312,13 +305,7 @@ def sign_and_index(session: Session, pks: np.ndarray, tokens: TokenBatch, signer
     """Sign items from their token sequences, store the sketches, index them, and return
     candidate pairs (n, 2) with indexed items and with each other."""
     sk = signer.sign_tokens(tokens)
-    now = utcnow()
-    session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks.tolist())))
-    session.execute(insert(Signature), [
-        {"item_pk": pk, "kind": KIND, "version": signer.version, "value": sk.pack(i),
-         "created_at": now}
-        for i, pk in enumerate(pks.tolist())
-    ])
+    _replace_signatures(session, KIND, signer.version, pks, [sk.pack(i) for i in range(len(pks))])
     index.remove(pks)
     live = ~sk.empty
     pks, sk = pks[live], sk.take(live)
@@ -358,13 +345,6 @@ def text_signal(signer: TextSigner, settings: Settings) -> SignalFn:
         return SignalValues(values, details)
 
     return signal
-
-
-def _concat(a: TextSketches, b: TextSketches) -> TextSketches:
-    return TextSketches(np.concatenate([a.simhash, b.simhash]),
-                        np.concatenate([a.wminhash, b.wminhash]),
-                        np.concatenate([a.minhash, b.minhash]),
-                        np.concatenate([a.empty, b.empty]))
 
 
 def query_scores(session: Session, texts: list[str], signer: TextSigner, index: TextIndex,

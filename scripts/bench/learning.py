@@ -189,15 +189,14 @@ def build(seed: int, n_train: int, n_test: int) -> dict[str, list]:
 
 
 def tiers_of(platform: Platform, pairs: list[tuple[str, str]]) -> list[str]:
-    found = {(p["a"], p["b"]): p["tier"] for p in platform.pairs()}
-    return [found.get(tuple(sorted(p)), found.get(p, "none")) for p in pairs]
+    found = {frozenset((p["a"], p["b"])): p["tier"] for p in platform.pairs()}
+    return [found.get(frozenset(p), "none") for p in pairs]
 
 
 def unrelated(platform: Platform, data: dict[str, list]) -> dict[str, int]:
     """Tiers of pairs that are none of the generated pairs (different notices)."""
-    known = {tuple(sorted(p)) for k, v in data.items() if k != "items" for p in v}
-    return dict(Counter(p["tier"] for p in platform.pairs() if (p["a"], p["b"]) not in known
-                        and (p["b"], p["a"]) not in known))
+    known = {frozenset(p) for k, v in data.items() if k != "items" for p in v}
+    return dict(Counter(p["tier"] for p in platform.pairs() if frozenset((p["a"], p["b"])) not in known))
 
 
 def share(tiers: list[str], allowed: set[str]) -> float:

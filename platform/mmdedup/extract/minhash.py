@@ -93,7 +93,6 @@ from .text import HASH_VERSION, TokenBatch, collapse_terms, doc_ranges
 EMPTY = np.uint32(0xFFFFFFFF)
 
 _U = np.uint64
-_M32 = _U(0xFFFFFFFF)
 _GAMMA = 0x9E3779B97F4A7C15
 _CHUNK_TOKENS = 1 << 15  # OPH: tokens per pass
 _CHUNK_CELLS = 1 << 17  # k-perm and ICWS: token x permutation cells per pass (1 MiB of uint64)
@@ -328,11 +327,7 @@ class WeightedMinHash:
             w = batch.weights
         if np.all(w > 0):
             return batch
-        keep = w > 0
-        counts = np.bincount(batch.doc_ids()[keep], minlength=batch.n_docs)
-        offsets = np.zeros(batch.n_docs + 1, np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        return TokenBatch(batch.hashes[keep], offsets, w[keep])
+        return batch.select(w > 0)
 
     def sign(self, batch: TokenBatch) -> np.ndarray:
         """uint32 (n_docs, num_perm)."""

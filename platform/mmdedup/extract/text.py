@@ -39,7 +39,6 @@ _PUNCT_FOLD = str.maketrans(
     }
 )
 
-_WS = re.compile(r"\s+")
 _CJK = r"\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff"
 # A space next to a CJK character carries no meaning (Chinese does not separate words), so
 # "中 文" and "中文" are one text.
@@ -716,6 +715,13 @@ class TokenBatch:
 
     def with_weights(self, weights: np.ndarray | None) -> "TokenBatch":
         return TokenBatch(self.hashes, self.offsets, weights)
+
+    def select(self, keep: np.ndarray) -> "TokenBatch":
+        """The entries where `keep` is true, every document kept in place (maybe emptied)."""
+        at = np.flatnonzero(keep)
+        weights = self.weights[at] if self.weights is not None else None
+        # A document now starts after the kept entries before its old start.
+        return TokenBatch(self.hashes[at], np.searchsorted(at, self.offsets), weights)
 
     @classmethod
     def from_arrays(cls, docs: Sequence[np.ndarray], weights: Sequence[np.ndarray] | None = None) -> "TokenBatch":

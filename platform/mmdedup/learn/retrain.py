@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
 from ..items import text_for_signals
+from ..score.pairs import EXACT_VERSION
 from ..store.schema import Item, JobLock, ModelVersion, Pair, utcnow
 from . import weights as word_weights
 from .feedback import decisions_in_force
@@ -289,7 +290,7 @@ class Job:
         """Score every stored scored pair again (exact pairs never change)."""
         with self.sessions() as session:
             pairs = np.array(session.execute(select(Pair.a_pk, Pair.b_pk).where(
-                Pair.model_version != "exact").order_by(Pair.a_pk, Pair.b_pk)).all(),
+                Pair.model_version != EXACT_VERSION).order_by(Pair.a_pk, Pair.b_pk)).all(),
                 np.int64).reshape(-1, 2)
         for start in range(0, len(pairs), 5000):
             with self.sessions.begin() as session:

@@ -20,10 +20,10 @@ Each word's evidence is a net count (gains minus losses over all labels in force
 multiplier is exp(step * net), bounded to [word_weight_min, word_weight_max], so a few
 labels move a word and no number of labels can make it vanish from everything or outweigh
 a whole text. A word at the floor is dropped from the sketches, as a template word is. A
-word above 1 is decisive in proportion to log(m) / log(max): its weight in a text is raised
-to at least that share of the weight of the rest of the text (and it adds that share of the
-text's shingle count to the shingle set), so that one differing decisive word separates
-two texts of any length alike; a plain multiplier would be diluted by a long text. A
+word above 1 is decisive in proportion to log(m) / log(max) (its share): it stays out of the
+sketches, and a pair whose texts differ in it keeps only (1 - share) of its text similarity
+(`textsig.Decisive`), so that one differing decisive word separates two texts of any
+length alike; a plain multiplier would be diluted by a long text. A
 retrain recomputes the multipliers from all labels in force, so a corrected label corrects
 the weights; each result is stored as a new model version (the history: every version and
 its words stay in `word_weights`, and `mmdedup retrain --rollback` re-activates the one
@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from sqlalchemy import insert, select, update
@@ -64,14 +65,15 @@ class WordWeights:
 
     def share(self, multipliers: np.ndarray) -> np.ndarray:
         """How decisive words are, from 0 (multiplier <= 1) to 1 (at the ceiling): the
-        part of the rest of a text's weight that a word's own weight is raised to."""
+        part of a pair's text similarity that a word the two texts differ in takes away."""
         if self.ceiling <= 1:
             return np.zeros(len(multipliers))
         return np.clip(np.log(np.maximum(multipliers, 1.0)) / np.log(self.ceiling), 0.0, 1.0)
 
-    @property
+    @cached_property
     def table(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """(sorted word hashes, multipliers), the form TextSigner looks words up in."""
+        """(sorted word hashes, multipliers), the form TextSigner looks words up in. Cached:
+        the signer and every scoring of pairs (each ingest chunk, each query) read it."""
         if not self.words:
             return None
         hashes = hash_strings(list(self.words))

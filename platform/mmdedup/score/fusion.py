@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-CONTENT_SIGNALS = ("text", "semantic", "image", "video")
+# Each content signal, and the medium it reads (semantic text reads the text).
+MODALITY = {"text": "text", "semantic": "text", "image": "image", "video": "video"}
+CONTENT_SIGNALS = tuple(MODALITY)
 
 
 def fuse(signals: Mapping[str, float | None], weights: Mapping[str, float]) -> float:
@@ -24,9 +26,6 @@ def fuse(signals: Mapping[str, float | None], weights: Mapping[str, float]) -> f
     mean = sum(weights[k] * v for k, v in present.items()) / total
     best_content = max((v for k, v in present.items() if k in CONTENT_SIGNALS), default=0.0)
     return max(mean, best_content)
-
-
-MODALITY = {"text": "text", "semantic": "text", "image": "image", "video": "video"}
 
 
 def match_kind(signals: Mapping[str, float | None], threshold: float) -> str:
