@@ -22,8 +22,8 @@ from .index.slots import entry_ids
 from .index.vectors import VectorIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .index.cache import load_cached, save_cached
-from .store.db import count_signatures, load_signatures
+from .index.cache import load_cached, save_cached, signature_stamp
+from .store.db import load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "clip"
@@ -57,7 +57,7 @@ class ClipStage:
 
     def index(self, session: Session, encoder: ClipEncoder) -> VectorIndex:
         if self._index is None:
-            saved = load_cached(self.folder, "clip", _stamp(session, encoder.version),
+            saved = load_cached(self.folder, "clip", signature_stamp(session, KIND, encoder.version),
                                 {"vectors": VectorIndex.load})
             if saved is not None:
                 self._index = saved["vectors"]
@@ -121,7 +121,7 @@ class ClipStage:
     def finish(self) -> None:
         if self._index is not None and self._encoder is not None:
             with self.sessions() as session:
-                save_cached(self.folder, "clip", _stamp(session, self._encoder.version),
+                save_cached(self.folder, "clip", signature_stamp(session, KIND, self._encoder.version),
                             {"vectors": self._index})
 
     def calibrate(self, cosine: np.ndarray | float) -> np.ndarray:
@@ -170,10 +170,6 @@ class ClipStage:
             return SignalValues(values, {"cosine": cosine})
 
         return signal
-
-
-def _stamp(session: Session, version: str) -> dict:
-    return {"version": version, "count": count_signatures(session, KIND, version)}
 
 
 def load_vectors(session: Session, pks: list[int] | None, version: str, dim: int) -> dict[int, np.ndarray]:

@@ -22,8 +22,8 @@ from .index.hamming import HammingIndex
 from .index.slots import entry_ids
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .index.cache import load_cached, save_cached
-from .store.db import count_signatures, load_signatures
+from .index.cache import load_cached, save_cached, signature_stamp
+from .store.db import load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "image"
@@ -50,7 +50,7 @@ class ImageIndex:
     @classmethod
     def open(cls, folder: Path, session: Session) -> ImageIndex:
         index = cls(folder)
-        saved = load_cached(folder, "image", _stamp(session),
+        saved = load_cached(folder, "image", signature_stamp(session, KIND, IMAGE_VERSION),
                             {"full": HammingIndex.load, "centre": HammingIndex.load})
         if saved is not None:
             index.full, index.centre = saved["full"], saved["centre"]
@@ -82,11 +82,8 @@ class ImageIndex:
         return np.unique(ids // MAX_IMAGES)
 
     def save(self, session: Session) -> None:
-        save_cached(self.folder, "image", _stamp(session), {"full": self.full, "centre": self.centre})
-
-
-def _stamp(session: Session) -> dict:
-    return {"version": IMAGE_VERSION, "count": count_signatures(session, KIND, IMAGE_VERSION)}
+        save_cached(self.folder, "image", signature_stamp(session, KIND, IMAGE_VERSION),
+                    {"full": self.full, "centre": self.centre})
 
 
 class ImageStage:

@@ -20,11 +20,11 @@ from sqlalchemy.orm import Session
 from .config import Settings
 from .extract.embed import SentenceEncoder
 from .extract.registry import EncoderUnavailable
-from .index.cache import load_cached, save_cached
+from .index.cache import load_cached, save_cached, signature_stamp
 from .index.vectors import VectorIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .store.db import count_signatures, load_signatures
+from .store.db import load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "semantic"
@@ -78,8 +78,8 @@ class SemanticStage:
 
     def index(self, session: Session, encoder: SentenceEncoder) -> VectorIndex:
         if self._index is None:
-            stamp = {"version": encoder.version, "count": count_signatures(session, KIND, encoder.version)}
-            saved = load_cached(self.folder, "semantic", stamp, {"vectors": VectorIndex.load})
+            saved = load_cached(self.folder, "semantic", signature_stamp(session, KIND, encoder.version),
+                                {"vectors": VectorIndex.load})
             if saved is not None:
                 self._index = saved["vectors"]
             else:
@@ -113,9 +113,8 @@ class SemanticStage:
     def finish(self) -> None:
         if self._index is not None and _ENCODER is not None and self.off_reason is None:
             with self.sessions() as session:
-                stamp = {"version": _ENCODER.version,
-                         "count": count_signatures(session, KIND, _ENCODER.version)}
-                save_cached(self.folder, "semantic", stamp, {"vectors": self._index})
+                save_cached(self.folder, "semantic", signature_stamp(session, KIND, _ENCODER.version),
+                            {"vectors": self._index})
 
     def signal(self):  # noqa: ANN201
         """The `semantic` signal: cosine of the two texts' embeddings, calibrated; absent

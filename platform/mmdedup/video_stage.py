@@ -22,8 +22,8 @@ from .index.hamming import HammingIndex
 from .index.slots import entry_ids
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .index.cache import load_cached, save_cached
-from .store.db import count_signatures, load_signatures
+from .index.cache import load_cached, save_cached, signature_stamp
+from .store.db import load_signatures
 from .store.schema import Signature, utcnow
 
 KIND = "video"
@@ -44,10 +44,6 @@ def unpack(blob: bytes) -> VideoFrames:
                        fps=0.0, decoded=n, blank=0)
 
 
-def _stamp(session: Session) -> dict:
-    return {"version": VIDEO_VERSION, "count": count_signatures(session, KIND, VIDEO_VERSION)}
-
-
 class VideoStage:
     def __init__(self, home: Path, sessions, settings: Settings) -> None:  # noqa: ANN001
         self.folder = home / "index"
@@ -57,7 +53,8 @@ class VideoStage:
 
     def index(self, session: Session) -> HammingIndex:
         if self._index is None:
-            saved = load_cached(self.folder, "video", _stamp(session), {"frames": HammingIndex.load})
+            saved = load_cached(self.folder, "video", signature_stamp(session, KIND, VIDEO_VERSION),
+                                {"frames": HammingIndex.load})
             if saved is not None:
                 self._index = saved["frames"]
             else:
@@ -101,7 +98,8 @@ class VideoStage:
     def finish(self) -> None:
         if self._index is not None:
             with self.sessions() as session:
-                save_cached(self.folder, "video", _stamp(session), {"frames": self._index})
+                save_cached(self.folder, "video", signature_stamp(session, KIND, VIDEO_VERSION),
+                            {"frames": self._index})
 
     def query(self, frames: VideoFrames) -> dict[int, float]:
         with self.sessions() as session:

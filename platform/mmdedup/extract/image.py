@@ -91,7 +91,6 @@ PIL_DIHEDRAL = (
 # mirrored, brightened, greyed or padded copy is within 8 bits, most crops, rotations and
 # watermarks within 12. So 8 bits is strong (merged), 12 medium (review), 13 weak, and
 # 14, where different photos begin, is under every tier.
-# TODO(config): the ingest should pass Settings' value once config.py carries it.
 # Distance -> score and the match radius are settings (config.py); these are their defaults.
 IMAGE_CALIBRATION = Settings.image_calibration
 # Distances at or under this are image duplicates in the bench's precision/recall tables.

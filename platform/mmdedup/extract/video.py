@@ -54,6 +54,8 @@ from typing import Any
 
 import numpy as np
 
+from .simhash import hamming
+
 _log = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------------------
@@ -219,9 +221,7 @@ def phash_thumbs(thumbs: np.ndarray) -> np.ndarray:
 
 def hamming_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Bit distances between every code of a and every code of b, (len a, len b) uint8."""
-    a = np.asarray(a, dtype=np.uint64)
-    b = np.asarray(b, dtype=np.uint64)
-    return np.bitwise_count(a[:, None] ^ b[None, :])
+    return hamming(np.asarray(a, dtype=np.uint64)[:, None], np.asarray(b, dtype=np.uint64)[None, :])
 
 
 # --------------------------------------------------------------------------------------

@@ -12,6 +12,15 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+from sqlalchemy.orm import Session
+
+from ..store.db import count_signatures
+
+
+def signature_stamp(session: Session, kind: str, version: str) -> dict[str, Any]:
+    """The usual stamp: the signature version and how many signatures of it the store holds."""
+    return {"version": version, "count": count_signatures(session, kind, version)}
+
 
 def load_cached(folder: Path, name: str, stamp: dict[str, Any],
                 loaders: dict[str, Callable[[Path], Any]]) -> dict[str, Any] | None:

@@ -52,7 +52,7 @@ from typing import NamedTuple
 import faiss
 import numpy as np
 
-from .slots import Slots, atomic_savez
+from .slots import Slots, atomic_savez, unique_pairs
 from .threads import threads_for
 
 CODE_BITS = 64
@@ -225,14 +225,7 @@ class HammingIndex:
         """
         ids = np.asarray(ids, dtype=np.int64).ravel()
         hits = self.search(codes, radius)
-        a, b = ids[hits.query], hits.ids
-        keep = a != b
-        a, b, d = np.minimum(a, b)[keep], np.maximum(a, b)[keep], hits.dist[keep]
-        order = np.lexsort((b, a))
-        a, b, d = a[order], b[order], d[order]
-        first = np.ones(len(a), np.bool_)
-        first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-        return a[first], b[first], d[first]
+        return unique_pairs(ids[hits.query], hits.ids, hits.dist)
 
     # ---- persistence -------------------------------------------------------
 

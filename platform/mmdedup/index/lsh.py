@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .slots import Slots, atomic_savez, expand_ranges
+from .slots import Slots, atomic_savez, expand_ranges, unique_pairs
 
 FORMAT = "mmdedup.lsh/1"
 HASH = "mulxor64-fmix-hi32/1"  # band_keys below; stored so a file never meets another hash
@@ -271,14 +271,7 @@ class BandLSH:
         """
         ids = np.asarray(ids, dtype=np.int64).ravel()
         c = self.query(sigs)
-        a, b = ids[c.query], c.ids
-        keep = a != b
-        a, b = np.minimum(a, b)[keep], np.maximum(a, b)[keep]
-        order = np.lexsort((b, a))
-        a, b = a[order], b[order]
-        first = np.ones(len(a), np.bool_)
-        first[1:] = (a[1:] != a[:-1]) | (b[1:] != b[:-1])
-        return a[first], b[first]
+        return unique_pairs(ids[c.query], c.ids)
 
     def _check_sigs(self, sigs: np.ndarray) -> np.ndarray:
         sigs = np.asarray(sigs)

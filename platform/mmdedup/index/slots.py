@@ -1,4 +1,4 @@
-"""Id bookkeeping shared by the candidate indexes: dense positions, tombstones, saving.
+"""Id bookkeeping shared by the candidate indexes: dense positions, tombstones, pairs, saving.
 
 FAISS and the band arrays address entries by dense position; these helpers map positions
 to item ids and back, delete by tombstone, and write index files atomically.
@@ -23,6 +23,20 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     starts = np.cumsum(counts) - counts
     index = np.arange(total, dtype=np.int64) - np.repeat(starts - lo, counts)
     return owner, index
+
+
+def unique_pairs(a: np.ndarray, b: np.ndarray, *extra: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each unordered pair once as (lo, hi), self pairs dropped, sorted by (lo, hi).
+
+    `extra` columns ride along; a repeated pair keeps the values of its first occurrence.
+    """
+    keep = a != b
+    lo, hi = np.minimum(a, b)[keep], np.maximum(a, b)[keep]
+    order = np.lexsort((hi, lo))
+    lo, hi = lo[order], hi[order]
+    first = np.ones(len(lo), np.bool_)
+    first[1:] = (lo[1:] != lo[:-1]) | (hi[1:] != hi[:-1])
+    return (lo[first], hi[first], *(e[keep][order][first] for e in extra))
 
 
 class Slots:
