@@ -39,9 +39,12 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import lxml.html
+from sqlalchemy import func, select
 
 from mmdedup import Platform
+from mmdedup.config import TIERS
 from mmdedup.items import HTML_EXTENSIONS, IMAGE_EXTENSIONS, VIDEO_EXTENSIONS
+from mmdedup.store.schema import Item, Pair
 
 STAGING = ".mmdedup-staging"
 
@@ -165,16 +168,19 @@ def scan_export(path: Path) -> DumpScan:
 
 
 def stored_ids(platform: Platform, ids: list[str]) -> set[str]:
-    from sqlalchemy import select
-
-    from mmdedup.store.schema import Item
-
     found: set[str] = set()
     with platform.sessions() as session:
         for start in range(0, len(ids), 5000):
             chunk = ids[start:start + 5000]
             found.update(session.scalars(select(Item.id).where(Item.id.in_(chunk))))
     return found
+
+
+def pair_counts(platform: Platform) -> dict[str, int]:
+    """Pairs per tier: the one count of `stats()` the summary needs (stats also builds the
+    clusters, reading every pair and item id)."""
+    with platform.sessions() as session:
+        return dict(session.execute(select(Pair.tier, func.count()).group_by(Pair.tier)).all())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ingest_media: no dump folder or export at {args.dump}", file=sys.stderr)
         return 2
     with Platform.open(args.home, args.db) as platform:
-        before = platform.stats()["pairs"]
+        before = pair_counts(platform)
         items = scan.items
         skipped = 0
         if not args.rescan:
@@ -207,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         report = platform.ingest(items, root=scan.root, workers=max(1, args.workers),
                                  source_name=str(args.dump.resolve()),
                                  progress=not args.no_progress and sys.stderr.isatty())
-        after = platform.stats()["pairs"]
+        after = pair_counts(platform)
     print(f"pages found: {len(scan.items)}; already stored, skipped: {skipped}")
     print(report.summary())
     if scan.bad_lines:
@@ -215,9 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     if sum(scan.unresolved.values()):
         print("references not found in the dump: " +
               ", ".join(f"{kind} {n}" for kind, n in sorted(scan.unresolved.items()) if n))
-    tiers = ("strong", "medium", "weak")
     print("duplicate pairs by tier (new in this run / in the store): " + ", ".join(
-        f"{t} {after.get(t, 0) - before.get(t, 0)} / {after.get(t, 0)}" for t in tiers))
+        f"{t} {after.get(t, 0) - before.get(t, 0)} / {after.get(t, 0)}" for t in TIERS))
     return 0
 
 

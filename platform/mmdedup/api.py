@@ -217,12 +217,10 @@ class Platform:
                 ItemRow.pk, ItemRow.id, ItemRow.meta, ItemRow.created_at).where(
                 ItemRow.pk.in_([pk for _, pk in scored])))}
         keep = [(score, pk) for score, pk in scored if _passes(rows[pk], meta, since, until)][:k]
-        ids = {pk: rows[pk].id for _, pk in keep}
-        scored = keep
-        return [{"id": ids[pk], "score": round(score, 4),
+        return [{"id": rows[pk].id, "score": round(score, 4),
                  "signals": {name: round(v, 4) for name, v in signals[pk].items()},
                  "details": {key: round(v, 4) for key, v in details.get(pk, {}).items()}}
-                for score, pk in scored]
+                for score, pk in keep]
 
     # --- results -----------------------------------------------------------------------
 
@@ -342,20 +340,12 @@ class Platform:
     def _ids(session: Session) -> dict[int, str]:
         return dict(session.execute(select(ItemRow.pk, ItemRow.id)).all())
 
-    @staticmethod
-    def _pks(session: Session, ids: list[str]) -> dict[str, int]:
-        found = dict(session.execute(select(ItemRow.id, ItemRow.pk).where(ItemRow.id.in_(ids))).all())
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise KeyError(f"no item with id {', '.join(map(repr, missing))}")
-        return found
-
 
 def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,
             until: datetime | None) -> bool:
     if meta and any(row.meta.get(key) != value for key, value in meta.items()):
         return False
-    created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=timezone.utc)
+    created = _aware(row.created_at)
     if since is not None and created < _aware(since):
         return False
     return until is None or created <= _aware(until)

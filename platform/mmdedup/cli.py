@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from .api import SIGNAL_NAMES, LockBusy, Platform
+from .api import DECISIONS, SIGNAL_NAMES, LockBusy, Platform
 from .config import TIERS
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 
@@ -166,7 +166,7 @@ def cmd_clusters(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_label(platform: Platform, args: argparse.Namespace) -> int:
-    decision = next((d for d in ("duplicate", "distinct", "unsure") if getattr(args, d)), None)
+    decision = next((d for d in DECISIONS if getattr(args, d)), None)
     if args.file:
         if args.a or args.b or decision:
             raise ValueError("label --file takes no pair and no decision: they are in the file")
@@ -229,9 +229,9 @@ def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
     else:
         # query-only signals (clip_text: a text matched to pictures) get columns when present
         extra = sorted({s for r in results for s in r["signals"] if s not in SIGNAL_NAMES})
-        _table(["id", "score", *SIGNAL_NAMES, *extra],
-               [[r["id"], f"{r['score']:.3f}", *_fmt_signals({**dict.fromkeys(SIGNAL_NAMES), **r["signals"]}),
-                 *("-" if r["signals"].get(s) is None else f"{r['signals'][s]:.2f}" for s in extra)]
+        names = [*SIGNAL_NAMES, *extra]
+        _table(["id", "score", *names],
+               [[r["id"], f"{r['score']:.3f}", *_fmt_signals(r["signals"], names)]
                 for r in results], f"{len(results)} matches")
     return 0
 
@@ -277,8 +277,8 @@ COMMANDS = {"ingest": cmd_ingest, "pairs": cmd_pairs, "clusters": cmd_clusters,
             "review": cmd_review, "retrain": cmd_retrain}
 
 
-def _fmt_signals(signals: dict[str, Any]) -> list[str]:
-    return ["-" if signals[s] is None else f"{signals[s]:.2f}" for s in SIGNAL_NAMES]
+def _fmt_signals(signals: dict[str, Any], names: Sequence[str] = SIGNAL_NAMES) -> list[str]:
+    return ["-" if signals.get(s) is None else f"{signals[s]:.2f}" for s in names]
 
 
 def _jsonl(records: list[dict[str, Any]]) -> None:

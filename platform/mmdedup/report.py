@@ -36,7 +36,8 @@ from .extract.image import ImageError, load_image
 from .extract.text import tokenize
 from .extract.video import VideoError, video_frames
 from .items import InputError, read_file, text_for_signals
-from .store.schema import Asset, Label, Pair
+from .learn.feedback import queue_select
+from .store.schema import Asset, Pair, utcnow
 from .store.schema import Item as ItemRow
 
 # Colours are exact so a screenshot test can find them.
@@ -126,14 +127,12 @@ def score_histogram(session: Session, settings: Settings) -> tuple[dict[str, Any
 def review_queue(session: Session, limit: int) -> tuple[int, list[dict[str, Any]]]:
     """(how many, the first `limit`) medium pairs no reviewer has decided, most uncertain
     first: the highest scores, nearest the line where pairs merge without a reviewer.
-    A pair counts as decided once it has a duplicate or distinct label ('unsure' leaves
-    it in the queue), as the clusters read labels."""
-    decided = select(Label.pk).where(Label.a_pk == Pair.a_pk, Label.b_pk == Pair.b_pk,
-                                     Label.decision != "unsure").exists()
-    where = (Pair.tier == "medium", ~decided)
-    total = session.scalar(select(func.count()).select_from(Pair).where(*where)) or 0
-    rows = session.scalars(select(Pair).where(*where)
-                           .order_by(Pair.score.desc(), Pair.a_pk, Pair.b_pk).limit(limit)).all()
+    This is feedback's queue as a whole (no one reviewer's view): a pair counts as decided
+    once it has a duplicate or distinct label ('unsure' leaves it in the queue), as the
+    clusters read labels, and pairs a session holds are still shown."""
+    queue = queue_select(None, ("medium",), utcnow())
+    total = session.scalar(select(func.count()).select_from(queue.order_by(None).subquery())) or 0
+    rows = session.scalars(queue.with_only_columns(Pair).limit(limit)).all()
     ids = dict(session.execute(select(ItemRow.pk, ItemRow.id).where(
         ItemRow.pk.in_({pk for p in rows for pk in (p.a_pk, p.b_pk)}))).all())
     return total, [{"a": ids[p.a_pk], "b": ids[p.b_pk], "score": round(p.score, 4),
@@ -225,17 +224,21 @@ def _jpeg_uri(image: Any) -> str:
 _WORD_RUN = re.compile(r"[^\W_]+")
 
 
-def display_tokens(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, key) of each token of `text`, offsets into the text as shown.
+def display_tokens(text: str, limit: int | None = None) -> list[tuple[int, int, str]]:
+    """(start, end, key) of each token of `text` (the first `limit` of them), offsets into
+    the text as shown.
 
     The keys are the project tokenizer's tokens (folded case, width and punctuation;
     jieba words for Chinese), so two texts share a passage exactly where the text signal
-    saw shared words; the offsets let the original, unfolded text be marked."""
-    tokens = []
+    saw shared words; the offsets let the original, unfolded text be marked. The report
+    and the review screen both mark texts with these."""
+    tokens: list[tuple[int, int, str]] = []
     for run in _WORD_RUN.finditer(text):
         start = run.start()
         tokens.extend((start + s, start + e, key) for s, e, key in _run_tokens(run.group()))
-    return tokens
+        if limit is not None and len(tokens) >= limit:
+            break
+    return tokens[:limit]
 
 
 @lru_cache(maxsize=1 << 16)

@@ -18,7 +18,6 @@ difference when it would not be on screen.
 from __future__ import annotations
 
 import os
-import re
 import select
 import signal
 import sys
@@ -33,15 +32,14 @@ from rich.table import Table
 from rich.text import Text
 
 from .api import SIGNAL_NAMES, Platform, default_reviewer
-from .extract.text import tokenize
 from .learn.feedback import PairView, ReviewSession
+from .report import display_tokens
 
 KEYS = {"d": "duplicate", "n": "distinct", "u": "unsure", "s": "skip", "z": "undo", "q": "quit"}
 KEY_LINE = "  ".join(f"[{k}] {v}" for k, v in KEYS.items())
 HIGHLIGHT = "bold black on yellow"
 MOVED_RUN = 4  # a shared run of this many tokens is a moved passage, not a change
 MAX_DIFF_TOKENS = 5000  # past this many tokens a text is not diffed (nor shown)
-_WORD_RUN = re.compile(r"[^\W_]+")
 # Control characters (an ESC in an item's text would drive the terminal) shown as U+FFFD,
 # one for one so offsets do not move; newlines stay, tabs become spaces.
 _CONTROLS = {c: "\ufffd" for c in [*range(0x20), *range(0x7f, 0xa0)] if c not in (0x0a,)}
@@ -177,28 +175,10 @@ def screen(view: PairView, reviewer: str, left: int, labelled: int, message: str
 def marked_texts(a: str, b: str, width: int, lines: int) -> tuple[Text, Text]:
     """Both texts with the words that differ highlighted, each cut to about width x lines."""
     a, b = _safe(a), _safe(b)
-    tokens_a, tokens_b = display_tokens(a), display_tokens(b)
+    tokens_a, tokens_b = display_tokens(a, MAX_DIFF_TOKENS), display_tokens(b, MAX_DIFF_TOKENS)
     changed_a, changed_b = differing([t[2] for t in tokens_a], [t[2] for t in tokens_b])
     return (_fit(a, tokens_a, changed_a, width, lines),
             _fit(b, tokens_b, changed_b, width, lines))
-
-
-def display_tokens(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, key) of each token: the tokenizer's tokens (keys folded as the text
-    signal folds them, jieba words for Chinese) with offsets into the text as shown."""
-    tokens: list[tuple[int, int, str]] = []
-    for run in _WORD_RUN.finditer(text):
-        start, word = run.start(), run.group()
-        keys = tokenize(word, drop_stop_words=False)
-        if sum(map(len, keys)) != len(word):  # folding changed a length: one token
-            tokens.append((start, run.end(), "".join(keys) or word.casefold()))
-        else:
-            for key in keys:
-                tokens.append((start, start + len(key), key))
-                start += len(key)
-        if len(tokens) >= MAX_DIFF_TOKENS:
-            break
-    return tokens[:MAX_DIFF_TOKENS]
 
 
 def differing(a: list[str], b: list[str]) -> tuple[list[bool], list[bool]]:

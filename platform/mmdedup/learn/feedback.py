@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import TIERS, Settings
 from ..items import text_for_signals
+from ..store.db import dialect_insert
 from ..store.schema import Asset, Label, Pair, ReviewClaim, utcnow
 from ..store.schema import Item as ItemRow
 
@@ -60,14 +61,20 @@ def check_decision(decision: str) -> str:
     return decision
 
 
-def item_pks(session: Session, ids: Sequence[str]) -> dict[str, int]:
-    """{id: pk} of these item ids; a KeyError naming the ones that do not exist."""
+def _find_pks(session: Session, ids: Iterable[str]) -> dict[str, int]:
+    """{id: pk} of the ones of these item ids that exist."""
     found: dict[str, int] = {}
     unique = list(dict.fromkeys(ids))
     for start in range(0, len(unique), _CHUNK):
         found.update(session.execute(select(ItemRow.id, ItemRow.pk).where(
             ItemRow.id.in_(unique[start:start + _CHUNK]))).all())
-    missing = [i for i in unique if i not in found]
+    return found
+
+
+def item_pks(session: Session, ids: Sequence[str]) -> dict[str, int]:
+    """{id: pk} of these item ids; a KeyError naming the ones that do not exist."""
+    found = _find_pks(session, ids)
+    missing = [i for i in dict.fromkeys(ids) if i not in found]
     if missing:
         raise KeyError(f"no item with id {', '.join(map(repr, missing))}")
     return found
@@ -206,11 +213,7 @@ def import_labels(sessions: sessionmaker[Session], path: str | Path, reviewer: s
     for parsed in (_read_csv(path) if fmt == "csv" else _read_jsonl(path)):
         (report.errors.append if isinstance(parsed, RowError) else rows.append)(parsed)
     with sessions.begin() as session:
-        ids = list({i for r in rows for i in (r.a, r.b)})
-        pks: dict[str, int] = {}
-        for start in range(0, len(ids), _CHUNK):
-            pks.update(session.execute(select(ItemRow.id, ItemRow.pk).where(
-                ItemRow.id.in_(ids[start:start + _CHUNK]))).all())
+        pks = _find_pks(session, (i for r in rows for i in (r.a, r.b)))
         existing = _existing_keys(session, {pks[i] for r in rows for i in (r.a, r.b) if i in pks})
         now = utcnow()
         records = []
@@ -362,19 +365,22 @@ def check_tiers(tiers: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(tiers))
 
 
-def queue_select(reviewer: str, tiers: Sequence[str], now: datetime,
+def queue_select(reviewer: str | None, tiers: Sequence[str], now: datetime,
                  exclude: Iterable[PairKey] = (), only: PairKey | None = None):  # noqa: ANN201
     """SELECT a_pk, b_pk of the queue as `reviewer` sees it at `now`, in review order:
     undecided pairs of `tiers` (in that order; most uncertain first within one), less the
-    ones the reviewer called unsure, the ones another reviewer holds, and `exclude`."""
+    ones the reviewer called unsure, the ones another reviewer holds, and `exclude`.
+    With no reviewer, the queue as a whole: every undecided pair, claimed or not."""
     same_pair = (Label.a_pk == Pair.a_pk, Label.b_pk == Pair.b_pk)
     decided = select(Label.pk).where(*same_pair, Label.decision != "unsure").exists()
-    unsure = select(Label.pk).where(*same_pair, Label.decision == "unsure",
-                                    Label.reviewer == reviewer).exists()
-    held = select(ReviewClaim.a_pk).where(
-        ReviewClaim.a_pk == Pair.a_pk, ReviewClaim.b_pk == Pair.b_pk,
-        ReviewClaim.expires_at > now, ReviewClaim.reviewer != reviewer).exists()
-    query = select(Pair.a_pk, Pair.b_pk).where(Pair.tier.in_(list(tiers)), ~decided, ~unsure, ~held)
+    query = select(Pair.a_pk, Pair.b_pk).where(Pair.tier.in_(list(tiers)), ~decided)
+    if reviewer is not None:
+        unsure = select(Label.pk).where(*same_pair, Label.decision == "unsure",
+                                        Label.reviewer == reviewer).exists()
+        held = select(ReviewClaim.a_pk).where(
+            ReviewClaim.a_pk == Pair.a_pk, ReviewClaim.b_pk == Pair.b_pk,
+            ReviewClaim.expires_at > now, ReviewClaim.reviewer != reviewer).exists()
+        query = query.where(~unsure, ~held)
     exclude = list(exclude)
     if exclude:
         query = query.where(tuple_(Pair.a_pk, Pair.b_pk).not_in(exclude))
@@ -448,12 +454,8 @@ def _release(session: Session, reviewer: str, pairs: list[PairKey]) -> None:
 
 def _take(session: Session, pair: PairKey, reviewer: str, now: datetime, ttl: timedelta) -> bool:
     """INSERT the claim row, or take over one that expired or is the reviewer's own."""
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    stmt = dialect_insert(ReviewClaim).values(a_pk=pair[0], b_pk=pair[1], reviewer=reviewer,
-                                              claimed_at=now, expires_at=now + ttl)
+    stmt = dialect_insert(session, ReviewClaim).values(
+        a_pk=pair[0], b_pk=pair[1], reviewer=reviewer, claimed_at=now, expires_at=now + ttl)
     stmt = stmt.on_conflict_do_update(
         index_elements=["a_pk", "b_pk"],
         set_={"reviewer": stmt.excluded.reviewer, "claimed_at": stmt.excluded.claimed_at,

@@ -16,6 +16,8 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from .schema import Signature
+
 DB_FILENAME = "mmdedup.db"
 
 
@@ -79,17 +81,23 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
         yield session
 
 
+def dialect_insert(session: Session, table: type):  # noqa: ANN201
+    """INSERT into `table` as the session's database speaks it (SQLite's or PostgreSQL's),
+    so that it has on_conflict_do_update."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(table)
+
+
 def add_counts(session: Session, table: type, keys: tuple[str, ...], column: str,
                rows: list[dict[str, object]]) -> None:
     """INSERT rows, or add their `column` to the existing row's on a key conflict: one
     statement on SQLite and PostgreSQL alike (both speak ON CONFLICT)."""
     if not rows:
         return
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    stmt = dialect_insert(table)
+    stmt = dialect_insert(session, table)
     stmt = stmt.on_conflict_do_update(
         index_elements=list(keys),
         set_={column: getattr(table, column) + stmt.excluded[column]},
@@ -101,8 +109,6 @@ def load_signatures(session: Session, kind: str, version: str,
                     pks: list[int] | None = None) -> dict[int, bytes]:
     """{item pk: value} of one signature kind and version, for these items (all if None);
     signatures of any other version are never returned, so they are never compared."""
-    from .schema import Signature
-
     query = select(Signature.item_pk, Signature.value).where(
         Signature.kind == kind, Signature.version == version)
     if pks is None:
@@ -114,7 +120,5 @@ def load_signatures(session: Session, kind: str, version: str,
 
 
 def count_signatures(session: Session, kind: str, version: str) -> int:
-    from .schema import Signature
-
     return session.scalar(select(func.count()).select_from(Signature).where(
         Signature.kind == kind, Signature.version == version)) or 0
