@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -23,8 +23,8 @@ from .index.vectors import VectorIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
 from .index.cache import load_cached, save_cached, signature_stamp
-from .store.db import load_signatures
-from .store.schema import Signature, utcnow
+from .store.db import load_signatures, replace_signatures
+from .store.schema import Signature
 
 KIND = "clip"
 log = logging.getLogger("mmdedup")
@@ -83,11 +83,8 @@ class ClipStage:
         if not per_item:
             return None
         pks = [pk for pk, _ in per_item]
-        session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks)))
-        now = utcnow()
-        session.execute(insert(Signature), [
-            {"item_pk": pk, "kind": KIND, "version": encoder.version,
-             "value": v.astype("<f4").tobytes(), "created_at": now} for pk, v in per_item])
+        replace_signatures(session, KIND, encoder.version,
+                           ((pk, v.astype("<f4").tobytes()) for pk, v in per_item))
         for pk, v in per_item:
             self._add(pk, v)
         vectors = np.concatenate([v for _, v in per_item])

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -23,8 +22,7 @@ from .index.slots import entry_ids
 from .items import LoadedItem
 from .score.pairs import SignalValues
 from .index.cache import load_cached, save_cached, signature_stamp
-from .store.db import load_signatures
-from .store.schema import Signature, utcnow
+from .store.db import load_signatures, replace_signatures
 
 KIND = "image"
 MAX_IMAGES = 64  # images per item that get an index id (pk * 64 + position)
@@ -104,13 +102,7 @@ class ImageStage:
         index.remove([pk for pk, _ in changed])
         if not with_images:
             return None
-        pks = [pk for pk, _ in with_images]
-        session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks)))
-        now = utcnow()
-        session.execute(insert(Signature), [
-            {"item_pk": pk, "kind": KIND, "version": IMAGE_VERSION, "value": pack(codes), "created_at": now}
-            for pk, codes in with_images
-        ])
+        replace_signatures(session, KIND, IMAGE_VERSION, ((pk, pack(codes)) for pk, codes in with_images))
         pairs = []
         for pk, codes in with_images:
             index.add(pk, codes)

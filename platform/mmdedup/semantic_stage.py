@@ -14,7 +14,6 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -24,8 +23,7 @@ from .index.cache import load_cached, save_cached, signature_stamp
 from .index.vectors import VectorIndex
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .store.db import load_signatures
-from .store.schema import Signature, utcnow
+from .store.db import load_signatures, replace_signatures
 
 KIND = "semantic"
 log = logging.getLogger("mmdedup")
@@ -98,11 +96,8 @@ class SemanticStage:
         pks = np.fromiter((pk for pk, _ in texts), np.int64, len(texts))
         index.remove(np.fromiter((pk for pk, _ in changed), np.int64, len(changed)))
         vectors = encoder.encode([t for _, t in texts])
-        session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks.tolist())))
-        now = utcnow()
-        session.execute(insert(Signature), [
-            {"item_pk": int(pk), "kind": KIND, "version": encoder.version,
-             "value": vectors[i].astype("<f4").tobytes(), "created_at": now} for i, pk in enumerate(pks)])
+        replace_signatures(session, KIND, encoder.version,
+                           ((pk, vectors[i].astype("<f4").tobytes()) for i, pk in enumerate(pks)))
         index.add(pks, vectors)
         found = index.search(vectors, self.settings.semantic_neighbours, self.settings.semantic_min_cosine)
         return np.stack([pks[found.query], found.ids], axis=1)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -39,8 +38,7 @@ from .learn.tfidf import TfidfModel
 from .learn.weights import UNIT, WordWeights
 from .score.pairs import SignalFn, SignalValues
 from .index.cache import load_cached, save_cached
-from .store.db import count_signatures, load_signatures
-from .store.schema import Signature, utcnow
+from .store.db import count_signatures, load_signatures, replace_signatures
 
 KIND = "text"
 NUM_PERM = 128
@@ -284,20 +282,9 @@ def load_sketches(session: Session, pks: np.ndarray | None, version: str) -> tup
 # --- the ingest step ------------------------------------------------------------------
 
 
-def _replace_signatures(session: Session, kind: str, version: str, pks: np.ndarray,
-                        values: list[bytes]) -> None:
-    """These items' signature of `kind`, whatever its version, replaced by `values`."""
-    now = utcnow()
-    session.execute(delete(Signature).where(Signature.kind == kind, Signature.item_pk.in_(pks.tolist())))
-    session.execute(insert(Signature), [
-        {"item_pk": pk, "kind": kind, "version": version, "value": value, "created_at": now}
-        for pk, value in zip(pks.tolist(), values)
-    ])
-
-
 def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch) -> None:
-    _replace_signatures(session, TOKENS_KIND, tokens_version(), pks,
-                        [tokens.doc(i).tobytes() for i in range(len(pks))])
+    replace_signatures(session, TOKENS_KIND, tokens_version(),
+                       ((pk, tokens.doc(i).tobytes()) for i, pk in enumerate(pks.tolist())))
 
 
 def sign_and_index(session: Session, pks: np.ndarray, tokens: TokenBatch, signer: TextSigner,
@@ -305,7 +292,7 @@ def sign_and_index(session: Session, pks: np.ndarray, tokens: TokenBatch, signer
     """Sign items from their token sequences, store the sketches, index them, and return
     candidate pairs (n, 2) with indexed items and with each other."""
     sk = signer.sign_tokens(tokens)
-    _replace_signatures(session, KIND, signer.version, pks, [sk.pack(i) for i in range(len(pks))])
+    replace_signatures(session, KIND, signer.version, ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())))
     index.remove(pks)
     live = ~sk.empty
     pks, sk = pks[live], sk.take(live)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import delete, insert
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -23,8 +22,7 @@ from .index.slots import entry_ids
 from .items import LoadedItem
 from .score.pairs import SignalValues
 from .index.cache import load_cached, save_cached, signature_stamp
-from .store.db import load_signatures
-from .store.schema import Signature, utcnow
+from .store.db import load_signatures, replace_signatures
 
 KIND = "video"
 MAX_FRAMES = 4096  # frame ids per item in the index (pk * 4096 + frame)
@@ -79,13 +77,7 @@ class VideoStage:
         videos = [(pk, li.video) for pk, li in changed if li.video is not None and len(li.video)]
         if not videos:
             return None
-        pks = [pk for pk, _ in videos]
-        session.execute(delete(Signature).where(Signature.kind == KIND, Signature.item_pk.in_(pks)))
-        now = utcnow()
-        session.execute(insert(Signature), [
-            {"item_pk": pk, "kind": KIND, "version": VIDEO_VERSION, "value": pack(frames), "created_at": now}
-            for pk, frames in videos
-        ])
+        replace_signatures(session, KIND, VIDEO_VERSION, ((pk, pack(frames)) for pk, frames in videos))
         for pk, frames in videos:
             self._add(pk, frames)
         pairs = [np.stack([np.full(len(o), pk), o], axis=1)

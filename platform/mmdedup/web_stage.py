@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from urllib.parse import urlparse
 
 import numpy as np
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from .config import Settings
@@ -21,8 +21,8 @@ from .extract.minhash import jaccard
 from .extract.web import DOM_VERSION, BlockStats, block_hashes, dom_sketch, drop_repeated
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .store.db import add_counts, load_signatures
-from .store.schema import Item, Signature, WebBlock, WebSite, utcnow
+from .store.db import add_counts, load_signatures, replace_signatures
+from .store.schema import Item, WebBlock, WebSite
 
 DOM_KIND = "dom"
 
@@ -85,14 +85,9 @@ class WebStage:
     @staticmethod
     def _store_dom(session: Session, pages: list[tuple[int, LoadedItem]]) -> None:
         simhash, minhash = dom_sketch([li.page.tag_paths for _, li in pages])
-        pks = [pk for pk, _ in pages]
-        session.execute(delete(Signature).where(Signature.kind == DOM_KIND, Signature.item_pk.in_(pks)))
-        now = utcnow()
-        session.execute(insert(Signature), [
-            {"item_pk": pk, "kind": DOM_KIND, "version": DOM_VERSION,
-             "value": simhash[i : i + 1].tobytes() + minhash[i].tobytes(), "created_at": now}
-            for i, pk in enumerate(pks)
-        ])
+        replace_signatures(session, DOM_KIND, DOM_VERSION,
+                           ((pk, simhash[i : i + 1].tobytes() + minhash[i].tobytes())
+                            for i, (pk, _) in enumerate(pages)))
 
 
 def dom_signal(session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:

@@ -9,14 +9,14 @@ from __future__ import annotations
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Engine, create_engine, delete, event, func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from .schema import Signature
+from .schema import Signature, utcnow
 
 DB_FILENAME = "mmdedup.db"
 
@@ -103,6 +103,21 @@ def add_counts(session: Session, table: type, keys: tuple[str, ...], column: str
         set_={column: getattr(table, column) + stmt.excluded[column]},
     )
     session.execute(stmt, rows)
+
+
+def replace_signatures(session: Session, kind: str, version: str,
+                       rows: Iterable[tuple[int, bytes]]) -> None:
+    """These items' signature of `kind`, whatever version they had, replaced by the given
+    (item pk, value) rows of `version`: what every stage writes at ingest and re-signing."""
+    rows = [(int(pk), value) for pk, value in rows]
+    if not rows:
+        return
+    session.execute(delete(Signature).where(Signature.kind == kind,
+                                            Signature.item_pk.in_([pk for pk, _ in rows])))
+    now = utcnow()
+    session.execute(insert(Signature), [
+        {"item_pk": pk, "kind": kind, "version": version, "value": value, "created_at": now}
+        for pk, value in rows])
 
 
 def load_signatures(session: Session, kind: str, version: str,
