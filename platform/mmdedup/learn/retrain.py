@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ..config import Settings
 from ..items import text_for_signals
 from ..score.pairs import EXACT_VERSION
+from ..store.db import activate_version
 from ..store.schema import Item, JobLock, ModelVersion, Pair, utcnow
 from . import weights as word_weights
 from .feedback import decisions_in_force
@@ -165,19 +166,6 @@ def with_fusion(settings: Settings, model: FusionModel | None) -> Settings:
                    tier_medium=model.medium, tier_weak=model.weak)
 
 
-def _activate(session: Session, kind: str, version: str | None, params: dict | None = None) -> None:
-    """Make `version` of `kind` the active one (None: none active, the defaults apply)."""
-    session.execute(update(ModelVersion).where(ModelVersion.kind == kind).values(active=False))
-    if version is None:
-        return
-    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == kind,
-                                                    ModelVersion.version == version))
-    if row is None:
-        row = ModelVersion(kind=kind, version=version, params=params or {})
-        session.add(row)
-    row.active = True
-
-
 # --- the job ---------------------------------------------------------------------------
 
 
@@ -226,8 +214,8 @@ class Job:
         fusion = fit_from_settings(self._labelled_signals(), self.settings)
         report.fusion = {"reason": fusion.reason, **fusion.metrics}
         with self.sessions.begin() as session:
-            _activate(session, FUSION_KIND, fusion.version if fusion.fitted else None,
-                      fusion.as_params())
+            activate_version(session, FUSION_KIND, fusion.version if fusion.fitted else None,
+                             fusion.as_params())
         self.on_models_changed()
         with self.sessions.begin() as session:
             after = {k: active_version(session, k) for k in before}
@@ -248,7 +236,7 @@ class Job:
                 raise LookupError("no retrain to roll back")
             previous, current = run.params["before"], run.params["after"]
             for kind, version in previous.items():
-                _activate(session, kind, version)
+                activate_version(session, kind, version)
             run.active = False
             run.params = {**run.params, "rolled_back": True}
             _reactivate_previous_run(session, run.pk)

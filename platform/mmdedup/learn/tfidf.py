@@ -23,10 +23,11 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from ..extract.text import hash_strings, lookup
+from ..store.db import activate_version
 from ..store.schema import DocFreq, ModelVersion
 
 PRIOR_VERSION = "prior-jieba"
@@ -128,16 +129,10 @@ def freeze(session: Session, keys: np.ndarray, df: np.ndarray, n_docs: int) -> T
     """Store a new version from document frequencies and make it the active one; an
     identical version already stored is re-activated instead."""
     model = TfidfModel.from_counts(keys, df, n_docs)
-    session.execute(update(ModelVersion).where(ModelVersion.kind == "tfidf").values(active=False))
-    existing = session.scalar(select(ModelVersion).where(ModelVersion.kind == "tfidf",
-                                                         ModelVersion.version == model.version))
-    if existing is not None:
-        existing.active = True
+    row, created = activate_version(session, "tfidf", model.version,
+                                    {"n_docs": n_docs, "terms": int(len(keys))})
+    if not created:
         return model
-    row = ModelVersion(kind="tfidf", version=model.version, active=True,
-                       params={"n_docs": n_docs, "terms": int(len(keys))})
-    session.add(row)
-    session.flush()
     signed = model.keys.view(np.int64).tolist()
     counts = df[np.argsort(keys)].tolist()
     for start in range(0, len(signed), 50_000):

@@ -38,11 +38,12 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from ..config import Settings
 from ..extract.text import hash_strings, tokenize
+from ..store.db import activate_version
 from ..store.schema import ModelVersion, WordWeight
 
 KIND = "words"
@@ -140,18 +141,10 @@ def active(session: Session) -> WordWeights:
 
 def activate(session: Session, weights: WordWeights, params: dict | None = None) -> None:
     """Store `weights` as a version (once) and make it the active one."""
-    session.execute(update(ModelVersion).where(ModelVersion.kind == KIND).values(active=False))
-    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == KIND,
-                                                    ModelVersion.version == weights.version))
-    if row is not None:
-        row.active = True
-        return
-    row = ModelVersion(kind=KIND, version=weights.version, active=True,
-                       params={"words": len(weights.words), "floor": weights.floor,
-                               "ceiling": weights.ceiling, **(params or {})})
-    session.add(row)
-    session.flush()
-    if weights.words:
+    row, created = activate_version(session, KIND, weights.version, {
+        "words": len(weights.words), "floor": weights.floor, "ceiling": weights.ceiling,
+        **(params or {})})
+    if created and weights.words:
         session.execute(insert(WordWeight), [
             {"model_pk": row.pk, "word": w, "weight": float(m)}
             for w, m in zip(weights.words, weights.multipliers.tolist())])

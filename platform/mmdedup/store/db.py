@@ -13,10 +13,10 @@ from typing import Iterable, Iterator
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, delete, event, func, insert, select
+from sqlalchemy import Engine, create_engine, delete, event, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from .schema import Signature, utcnow
+from .schema import ModelVersion, Signature, utcnow
 
 DB_FILENAME = "mmdedup.db"
 
@@ -103,6 +103,26 @@ def add_counts(session: Session, table: type, keys: tuple[str, ...], column: str
         set_={column: getattr(table, column) + stmt.excluded[column]},
     )
     session.execute(stmt, rows)
+
+
+def activate_version(session: Session, kind: str, version: str | None,
+                     params: dict | None = None) -> tuple[ModelVersion | None, bool]:
+    """Make `version` of model `kind` the active one, storing it (with `params`) if it is
+    new; None: no version active, the defaults apply. Returns (its row, whether it was
+    created now), so a new version's caller can store what belongs to it (frequencies,
+    word weights) under the row's pk."""
+    session.execute(update(ModelVersion).where(ModelVersion.kind == kind).values(active=False))
+    if version is None:
+        return None, False
+    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == kind,
+                                                    ModelVersion.version == version))
+    created = row is None
+    if created:
+        row = ModelVersion(kind=kind, version=version, params=params or {})
+        session.add(row)
+    row.active = True
+    session.flush()
+    return row, created
 
 
 def replace_signatures(session: Session, kind: str, version: str,
