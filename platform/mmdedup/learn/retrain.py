@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import Callable, Iterator, Protocol
 
 import numpy as np
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -296,10 +296,9 @@ def _tier_changes(before: dict, after: dict) -> Counter[tuple[str, str]]:
 
 
 def _record_run(session: Session, before: dict, after: dict) -> None:
-    session.execute(update(ModelVersion).where(ModelVersion.kind == RUN_KIND).values(active=False))
-    n = len(session.scalars(select(ModelVersion.pk).where(ModelVersion.kind == RUN_KIND)).all())
-    session.add(ModelVersion(kind=RUN_KIND, version=f"run{n + 1}-{utcnow():%Y%m%dT%H%M%S}",
-                             params={"before": before, "after": after}, active=True))
+    n = session.scalar(select(func.count()).select_from(ModelVersion).where(ModelVersion.kind == RUN_KIND))
+    activate_version(session, RUN_KIND, f"run{n + 1}-{utcnow():%Y%m%dT%H%M%S}",
+                     {"before": before, "after": after})
 
 
 def _reactivate_previous_run(session: Session, pk: int) -> None:
