@@ -25,3 +25,18 @@ def test_empty_text_has_no_hash() -> None:
     assert text_hash("") is None
     assert text_hash(" \u3000\n ") is None
     assert text_hash(None) is None
+
+
+def test_whitespace_collapse_shortcut_equals_split_and_join() -> None:
+    """Single-spaced ASCII texts are returned as they are; anything else is split and
+    joined: the result is always that of str.split (which also splits at \\x1c-\\x1f)."""
+    import random
+
+    from mmdedup.extract.text import _collapse_whitespace
+
+    rng = random.Random(0)
+    alphabet = " ab.\t\n\r\x0b\x0c\x1c\x1f\xa0\u3000é中"
+    texts = ["", " ", "a b", "a  b", " a", "a ", "a\tb", "a\x1cb", "x" * 200]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(5000)]
+    for text in texts:
+        assert _collapse_whitespace(text) == " ".join(text.split()), repr(text)

@@ -11,11 +11,12 @@ contender starts from the token lists (list[list[str]]) and ends with signatures
                   weighted MinHash (the default quantised expansion, and ICWS) reported
                   on its own, over term frequencies and over TF-IDF-like weights
 
-Before that, tokenising: `tokenize` on 400-word English texts (Python's own reference
-documentation, pydoc_data) against the definition it must equal and the way it used to
-run: a `finditer` loop of one regex with groups over `clean(text)`, with `normalize`'s
-former str.translate (which is what made non-ASCII texts slow) and link regexes run
-whenever a text held "/", "@" or "www.".
+Before that, tokenising, on 400-word English texts (Python's own reference documentation,
+pydoc_data): `hash_texts` (token hashes straight from the texts, what ingest runs) against
+`hash_tokens(tokenize_many(texts))`, and `tokenize` against the definition it must equal
+and the way it used to run: a `finditer` loop of one regex with groups over `clean(text)`,
+with `normalize`'s former str.translate (which is what made non-ASCII texts slow) and link
+regexes run whenever a text held "/", "@" or "www.".
 
 Each timing is the best of --repeat runs, the contenders taking turns (the machine may be
 shared). The mmdedup peak memory is numpy's traced allocations (tracemalloc) over one
@@ -43,7 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "platform"))
 from mmdedup.extract.minhash import MinHash, WeightedMinHash  # noqa: E402
 from mmdedup.extract.simhash import simhash64  # noqa: E402
 from mmdedup.extract import text as text_mod  # noqa: E402
-from mmdedup.extract.text import collapse_terms, hash_tokens, tokenize  # noqa: E402
+from mmdedup.extract.text import (  # noqa: E402
+    collapse_terms, hash_texts, hash_tokens, tokenize, tokenize_many)
 
 VOCAB = 6000
 DOC_TOKENS = 400
@@ -94,6 +96,17 @@ def tokenize_by_definition(text: str) -> list[str]:
         han = match.group("han")
         tokens.extend(text_mod._cut_han(han) if han is not None else [match.group()])
     return [t for t in tokens if t not in text_mod.STOP_WORDS]
+
+
+def hash_texts_speed(repeat: int) -> tuple[float, float]:
+    """us per text, over the same English texts: `hash_texts` (what ingest runs: token hashes
+    straight from the text) and `hash_tokens(tokenize_many(...))` (the same hashes, through
+    Python token strings)."""
+    texts = english_texts()
+    assert np.array_equal(hash_texts(texts).hashes, hash_tokens(tokenize_many(texts)).hashes)
+    fast = best_of(lambda: hash_texts(texts), repeat)
+    slow = best_of(lambda: hash_tokens(tokenize_many(texts)), repeat)
+    return fast / len(texts) * 1e6, slow / len(texts) * 1e6
 
 
 def tokenize_speed(repeat: int) -> tuple[float, float, int]:
@@ -157,6 +170,7 @@ def main() -> None:
     args = ap.parse_args()
 
     tok_fast, tok_slow, tok_n = tokenize_speed(args.repeat)
+    ht_fast, ht_slow = hash_texts_speed(args.repeat)
     docs = make_docs(args.docs)
     n = len(docs)
     oph, kperm = MinHash(128), MinHash(128, variant="kperm")
@@ -214,6 +228,8 @@ def main() -> None:
 
     print(f"# tokenize, {tok_n} English texts of 400 words: {tok_fast:.0f} us/text; as it ran before "
           f"(one regex, finditer) {tok_slow:.0f} us/text: {tok_slow / tok_fast:.1f}x")
+    print(f"# hash_texts, the same texts: {ht_fast:.0f} us/text; tokenize_many + hash_tokens "
+          f"{ht_slow:.0f} us/text: {ht_slow / ht_fast:.1f}x")
     print(f"# text signature speed: {n} docs x {DOC_TOKENS} tokens, Zipf over {VOCAB} words")
     import datasketch
 
