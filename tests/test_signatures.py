@@ -674,3 +674,334 @@ def test_signatures_identical_in_another_process() -> None:
     }
     here = {k: v if isinstance(v, str) else hashlib.sha256(v.tobytes()).hexdigest() for k, v in here.items()}
     assert here == digests[0]
+
+
+# --- textsig's signing kernels, held to their definitions ------------------------------
+# sign_tokens finds each document's terms with a hash table (not a sort), looks weights
+# up once per term of the batch's vocabulary, hashes shingles by slices and the weighted
+# MinHash units of shared terms once: every one of these must give exactly what the plain
+# definition gives, written out here document by document.
+
+from mmdedup import textsig as textsig_mod
+from mmdedup.learn.tfidf import TfidfModel, prior_model
+from mmdedup.learn.weights import WordWeights
+
+_M64 = (1 << 64) - 1
+
+
+def reference_shingles(tokens: list[int], n: int) -> list[int]:
+    """_shingles of one document by its definition: n consecutive tokens from each start
+    (a document shorter than n: one shingle, the missing tokens 0), in Python ints."""
+    k = [int(x) for x in textsig_mod._K]
+    starts = range(len(tokens) - n + 1) if len(tokens) >= n else ([0] if tokens else [])
+    out = []
+    for s in starts:
+        h = 0
+        for j in range(n):
+            part = tokens[s + j] if s + j < len(tokens) else 0
+            h = ((h ^ ((part * k[j]) & _M64)) * k[(j + 1) % n]) & _M64
+            h ^= h >> 29
+        out.append(h)
+    return out
+
+
+def reference_densify(bins: np.ndarray, signer: MinHash) -> np.ndarray:
+    """Optimal densification by its definition: an empty bin j takes the first non-empty
+    bin among probe(j, 1), probe(j, 2), ...; an empty document stays empty."""
+    out = bins.copy()
+    if (bins == EMPTY).all():
+        return out
+    probes = signer._probe_table(4096)
+    for j in np.flatnonzero(bins == EMPTY):
+        hits = bins[probes[j]] != EMPTY
+        out[j] = bins[probes[j][hits.argmax()]]
+    return out
+
+
+def reference_oph(hashes: np.ndarray, signer: MinHash) -> np.ndarray:
+    k = signer.num_perm
+    bins = np.full(k, EMPTY, np.uint32)
+    if len(hashes):
+        x = (np.asarray(hashes, np.uint64) ^ signer._bin_key) * signer._bin_mul
+        np.minimum.at(bins, minhash_mod._fastrange(x, k).astype(np.intp),
+                      np.minimum(x.astype(np.uint32), np.uint32(0xFFFFFFFE)))
+    return reference_densify(bins, signer)
+
+
+def reference_expand(hashes: np.ndarray, weights: np.ndarray, signer: WeightedMinHash) -> np.ndarray:
+    """Weighted MinHash "expand" of one document's distinct terms (weights > 0) by the
+    module docstring: floor(w / delta + u) units a term (at most cap; one a term if none
+    at all), unit j of term x = mix64(x ^ key + j * gamma), then one-permutation hashing."""
+    k, mix = signer.num_perm, minhash_mod._mix64
+    bins = np.full(k, EMPTY, np.uint32)
+    if len(hashes):
+        hashes = np.asarray(hashes, np.uint64)
+        u = (mix(hashes ^ signer._round_key) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+        c = np.minimum(np.floor(np.asarray(weights, np.float32).astype(np.float64) / signer.delta + u),
+                       signer.cap).astype(np.int64)
+        if c.sum() == 0:
+            c[:] = 1
+        term = np.repeat(np.arange(len(hashes)), c)
+        j = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c) + 1
+        with np.errstate(over="ignore"):
+            x = mix((hashes[term] ^ signer._unit_key) + j.astype(np.uint64) * np.uint64(minhash_mod._GAMMA))
+        np.minimum.at(bins, minhash_mod._fastrange(x, k).astype(np.intp),
+                      np.minimum(x.astype(np.uint32), np.uint32(0xFFFFFFFE)))
+    return reference_densify(bins, signer._oph)
+
+
+def reference_term_weights(signer: textsig_mod.TextSigner, hashes: np.ndarray) -> np.ndarray:
+    model = signer.model
+    w = lookup(model.keys, model.idf, hashes, model.default)  # binary search
+    if signer.multipliers is None:
+        return w
+    return w * np.minimum(lookup(signer.multipliers[0], signer.multipliers[1], hashes, 1.0), 1.0)
+
+
+def reference_sketches(signer: textsig_mod.TextSigner, tokens: TokenBatch) -> textsig_mod.TextSketches:
+    """TextSigner.sign_tokens by its definition, one document at a time: tokens of
+    positive weight are kept; their distinct terms weigh (1 + ln tf) * weight (float32);
+    a weighted SimHash and a weighted MinHash of the terms, a MinHash of the kept tokens'
+    word 3-grams."""
+    n = tokens.n_docs
+    out = textsig_mod.TextSketches(np.zeros(n, np.uint64), np.zeros((n, 128), np.uint32),
+                                   np.zeros((n, 128), np.uint32), np.zeros(n, bool))
+    for i in range(n):
+        doc = tokens.doc(i)
+        kept = doc[reference_term_weights(signer, doc) > 0]
+        terms, tf = np.unique(kept, return_counts=True)
+        tf = tf.astype(np.float32)
+        w = ((1 + np.log(np.maximum(tf, 1))) * reference_term_weights(signer, terms)).astype(np.float32)
+        out.simhash[i] = textbook_simhash(terms.tolist(), w.astype(np.float64).tolist())
+        out.wminhash[i] = reference_expand(terms, w, signer.wminhash)
+        out.minhash[i] = reference_oph(np.array(reference_shingles(kept.tolist(), 3), np.uint64), signer.minhash)
+        out.empty[i] = len(terms) == 0
+    return out
+
+
+def assert_same_sketches(a: textsig_mod.TextSketches, b: textsig_mod.TextSketches, label: str) -> None:
+    for name in ("simhash", "wminhash", "minhash", "empty"):
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), (label, name, np.flatnonzero((x != y).reshape(len(x), -1).any(axis=1))[:5])
+
+
+def signing_cases() -> tuple[TokenBatch, dict[str, textsig_mod.TextSigner]]:
+    """A batch with every kind of document (empty, 1 and 2 tokens, exactly 3, repeats
+    only, words every document has, words at the learned floor, a 50,000-token one) and
+    signers under jieba's prior, a fitted model (where the words of every document weigh
+    0) and learned word weights (below 1, at the floor, above 1)."""
+    docs = zipf_docs(21, 40, 500, vocab_size=2500)
+    common = [w for w, _ in sorted(((w, sum(w in d for d in docs)) for d in docs[:3] for w in d),
+                                   key=lambda x: -x[1])[:3]]
+    rng = random.Random(4)
+    long = [rng.choice(docs[0] + docs[1]) for _ in range(50_000)]
+    docs = [common + d for d in docs] + [[], ["solo"], ["ab", "cd"], ["x", "y", "z"], ["rep"] * 3,
+                                          common[:1], common[:2] * 2, [], long, ["a", common[0], "b"]]
+    batch = hash_tokens(docs)
+    vocab, df = np.unique(collapse_terms(batch).hashes, return_counts=True)
+    df[np.isin(vocab, hash_strings(common))] = batch.n_docs  # words of every document: idf 0
+    fitted = TfidfModel.from_counts(vocab, df, batch.n_docs)
+    words = sorted({w for d in docs[:10] for w in d})
+    picked = [words[i] for i in range(0, len(words), 7)]
+    mult = np.array([0.05, 0.4, 0.9, 1.0, 2.5][: 5] * len(picked), np.float32)[: len(picked)]
+    learned = WordWeights("ww-test", tuple(picked), mult, 0.05, 4.0)
+    odd_idf = fitted.idf.copy()  # a model no corpus gives: negative and NaN weights leave too
+    odd_idf[1::5], odd_idf[2::7] = -1.5, np.nan
+    odd = TfidfModel("odd", fitted.n_docs, fitted.keys, odd_idf, fitted.default)
+    return batch, {"prior": textsig_mod.TextSigner(prior_model()),
+                   "odd": textsig_mod.TextSigner(odd),
+                   "fitted": textsig_mod.TextSigner(fitted),
+                   "fitted+words": textsig_mod.TextSigner(fitted, learned),
+                   "prior+words": textsig_mod.TextSigner(prior_model(), learned)}
+
+
+def test_sign_tokens_equals_its_definition(monkeypatch: pytest.MonkeyPatch) -> None:
+    batch, signers = signing_cases()
+    fitted = signers["fitted"]
+    # Token batches without texts: every document by word 3-grams (the character n-grams
+    # of short texts are held to `text_shingle_hashes` in test_short_texts.py).
+    words_only = lambda lengths, texts: (np.zeros(0, np.intp), hash_tokens([]))  # noqa: E731
+    monkeypatch.setattr(textsig_mod, "short_char_shingles", words_only)
+    dead = (reference_term_weights(fitted, batch.hashes) <= 0).mean()
+    assert 0.01 < dead < 0.5  # the fitted model does drop words
+    references = {}
+    for label, signer in signers.items():
+        assert signer.version == textsig_mod.TextSigner(signer.model, signer.words).version
+        assert np.array_equal(signer.term_weights(batch.hashes), reference_term_weights(signer, batch.hashes),
+                              equal_nan=True)
+        references[label] = reference_sketches(signer, batch)
+        assert_same_sketches(signer.sign_tokens(batch), references[label], label)
+    # (docs 45 and 46 hold only words every document has; 47 is empty)
+    assert references["fitted"].empty[44:].tolist() == [False, True, True, True, False, False]
+    assert not references["prior"].empty[45:47].any()
+    # Texts sharing most of their words: each shared term's units are hashed once, into a table.
+    tables = []
+    unit_table = minhash_mod.WeightedMinHash._unit_table
+    monkeypatch.setattr(minhash_mod.WeightedMinHash, "_unit_table",
+                        lambda self, *a: tables.append(unit_table(self, *a)) or tables[-1])
+    shared = hash_tokens(zipf_docs(22, 80, 300, vocab_size=300))
+    for label in ("prior", "fitted+words"):
+        assert_same_sketches(signers[label].sign_tokens(shared), reference_sketches(signers[label], shared), label)
+    assert tables and all(t is not None for t in tables)
+    monkeypatch.undo()
+    monkeypatch.setattr(textsig_mod, "short_char_shingles", words_only)
+    # Each document alone (no vocabulary shared with others), and tiny chunks everywhere.
+    for i in (0, 41, 42, 44, batch.n_docs - 2):
+        one = TokenBatch(batch.doc(i), np.array([0, len(batch.doc(i))]))
+        assert_same_sketches(fitted.sign_tokens(one), references["fitted"].take(np.array([i])), f"doc {i}")
+    monkeypatch.setattr(textsig_mod, "_BAG_GROUP", 300)
+    monkeypatch.setattr(textsig_mod, "_SHINGLE_CHUNK", 100)
+    monkeypatch.setattr(minhash_mod, "_CHUNK_TOKENS", 500)
+    monkeypatch.setattr(minhash_mod, "_VOCAB_MIN_TERMS", 10)
+    monkeypatch.setattr(textsig_mod, "_VOCAB_MIN_TERMS", 10)
+    monkeypatch.setattr(simhash_mod, "_HIST_DOCS", 3)
+    for label in ("fitted+words", "prior"):
+        assert_same_sketches(signers[label].sign_tokens(batch), references[label], f"{label}, chunked")
+    empty = hash_tokens([[]] * 4)
+    sk = fitted.sign_tokens(empty)
+    assert sk.empty.all() and (sk.simhash == 0).all() and (sk.wminhash == EMPTY).all() and (sk.minhash == EMPTY).all()
+    assert fitted.sign_tokens(hash_tokens([])).simhash.shape == (0,)
+
+
+def test_shingles_equal_their_definition(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(8)
+    docs = [rng.integers(0, 2**64, size=k, dtype=np.uint64) for k in (0, 1, 2, 3, 4, 0, 7, 1, 2, 50, 0)]
+    docs.append(np.array([0, 2**64 - 1, 0], np.uint64))
+    for cut in (None, 5):
+        if cut:
+            monkeypatch.setattr(textsig_mod, "_SHINGLE_CHUNK", cut)
+        for n in (1, 2, 3):
+            for sample in (docs, docs[1:3], docs[:1], docs[6:7], [docs[3]], [docs[1], docs[2]]):
+                batch = TokenBatch.from_arrays(sample)
+                got = textsig_mod._shingles(batch, n)
+                want = [reference_shingles(d.tolist(), n) for d in sample]
+                assert got.lengths.tolist() == [len(w) for w in want], (n, cut)
+                assert got.hashes.tolist() == [h for w in want for h in w], (n, cut)
+    assert textsig_mod._shingles(TokenBatch.from_arrays([]), 3).n_docs == 0
+
+
+def test_term_bags_equal_collapse_terms(monkeypatch: pytest.MonkeyPatch) -> None:
+    batch = hash_tokens(zipf_docs(2, 30, 400, vocab_size=500) + [[], ["q"], ["q", "q"]])
+    small = TokenBatch.from_arrays([np.arange(40, dtype=np.uint64) % 7, np.zeros(0, np.uint64),
+                                    np.array([5, 5, 0, 2**64 - 1], np.uint64)])
+    # A multiplier that puts small hashes in one slot: every round collides until the sort.
+    for muls in (None, (np.uint64(1),), (np.uint64(1), np.uint64(3))):
+        if muls:
+            monkeypatch.setattr(textsig_mod, "_SLOT_MUL", muls)
+        for group in (1 << 14, 37):
+            monkeypatch.setattr(textsig_mod, "_BAG_GROUP", group)
+            for b in (batch, small):
+                first, tf = textsig_mod._term_bags(b)
+                want = collapse_terms(b)
+                assert np.all(np.diff(first) > 0)
+                doc = np.searchsorted(b.offsets, first, side="right") - 1
+                got = sorted(zip(doc.tolist(), b.hashes[first].tolist(), tf.tolist()))
+                ref = sorted(zip(want.doc_ids().tolist(), want.hashes.tolist(), want.weights.astype(int).tolist()))
+                assert got == ref, (muls, group)
+
+
+def test_term_ids_name_one_hash_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(9)
+    cases = [np.zeros(0, np.uint64), np.array([7], np.uint64), np.zeros(50, np.uint64),
+             rng.integers(0, 40, 3000).astype(np.uint64), rng.integers(0, 2**64, 5000, dtype=np.uint64),
+             np.arange(300, dtype=np.uint64) << np.uint64(50)]
+    for muls in (None, (np.uint64(1),) * 2):
+        if muls:  # small hashes all in one slot: lost rounds, then terms of their own
+            monkeypatch.setattr(minhash_mod, "_SLOT_MUL", muls)
+        for h in cases:
+            ids, first = minhash_mod.term_ids(h)
+            assert np.array_equal(h[first][ids], h) and np.all(np.diff(first) > 0)
+            assert len(first) >= len(np.unique(h))
+            if muls is None:
+                assert len(first) == len(np.unique(h))
+
+
+def test_tfidf_direct_table_equals_binary_search() -> None:
+    rng = np.random.default_rng(10)
+    for n_keys in (0, 1, 9, 4000, 70000):
+        keys = np.unique(np.concatenate([rng.integers(0, 2**64, n_keys, dtype=np.uint64),
+                                         np.array([0, 1, 1 << 16, 1 << 17], np.uint64)[: min(n_keys, 4)]]))
+        idf = rng.random(len(keys)).astype(np.float32)
+        query = np.concatenate([keys, rng.integers(0, 2**64, 20000, dtype=np.uint64),
+                                np.array([0, 1, 2, 1 << 16, 2**64 - 1], np.uint64), keys ^ np.uint64(1 << 40)])
+        for values in (idf, np.where(np.arange(len(idf)) % 5 == 0, np.float32(np.nan), idf)):
+            model = TfidfModel("t", 3, keys, values, 2.5)
+            got = model.weights(query)
+            assert got.dtype == np.float32
+            assert np.array_equal(got, lookup(keys, values, query, 2.5), equal_nan=True), n_keys
+
+
+def test_weighted_simhash_by_bytes_equals_textbook() -> None:
+    rng = np.random.default_rng(12)
+    docs = [rng.integers(0, 2**64, size=k, dtype=np.uint64) for k in (0, 1, 63, 64, 65, 200, 0, 130, 5)]
+    h = np.uint64(0x0123456789ABCDEF)
+    docs.append(np.array([h, ~h] * 40, np.uint64))  # exact ties on every bit: 0
+    weights = [rng.integers(0, 40, len(d)) / 8.0 for d in docs]  # dyadic: exact sums; some 0
+    weights[-1] = np.full(len(docs[-1]), 0.75)
+    weights[5] = weights[5] - 2.0  # negative votes too
+    batch = TokenBatch.from_arrays(docs, weights)
+    codes = simhash64(batch)
+    for i, (d, w) in enumerate(zip(docs, weights)):
+        assert int(codes[i]) == textbook_simhash(d.tolist(), np.asarray(w, np.float32).tolist()), i
+    assert codes[-1] == 0
+    ones, total = simhash_mod._weighted_ones(batch)
+    b_ones, b_total = simhash_mod._weighted_ones_blocks(batch)
+    assert np.array_equal(ones, b_ones) and np.array_equal(total, b_total)
+    # A non-finite weight takes the blocks path (where inf * 0 is NaN, as by the definition).
+    w_inf = [w.copy() for w in weights]
+    w_inf[3][0] = np.inf
+    inf_batch = TokenBatch.from_arrays(docs, w_inf)
+    with np.errstate(invalid="ignore"):
+        ones, total = simhash_mod._weighted_ones_blocks(inf_batch)
+        want = np.packbits((2 * ones) > total[:, None], axis=1, bitorder="little").view("<u8").ravel()
+        assert np.array_equal(simhash64(inf_batch), want.astype(np.uint64))
+
+
+def test_minhash_kernels_equal_their_definition(monkeypatch: pytest.MonkeyPatch) -> None:
+    docs = zipf_docs(13, 25, 300, vocab_size=400) + [[], ["one"], ["w"] * 900]
+    batch = hash_tokens(docs)
+    terms = collapse_terms(batch)
+    tfidf = terms.with_weights(terms.weights * ((terms.hashes % np.uint64(13)).astype(np.float32) + 0.5))
+    tiny = terms.with_weights(np.full(len(terms.hashes), 0.01, np.float32))  # no unit: one a term
+    for k in (128, 100):
+        oph = MinHash(k)
+        got = oph(batch)
+        for i in range(batch.n_docs):
+            assert np.array_equal(got[i], reference_oph(np.unique(batch.doc(i)), oph)), (k, i)
+        for signer in (WeightedMinHash(k), WeightedMinHash(k, delta=0.5)):
+            for t in (terms, tfidf, tiny):
+                want = np.stack([reference_expand(t.doc(i), t.weights[t.offsets[i]:t.offsets[i + 1]], signer)
+                                 for i in range(t.n_docs)])
+                assert np.array_equal(signer(t), want)
+                ids, first = minhash_mod.term_ids(t.hashes)  # shared units, from a table
+                vocab = (ids, t.hashes[first])
+                if t is tfidf:  # (several units a term, most terms shared: from the table)
+                    assert signer._unit_table(vocab, signer.units(t)[0]) is not None
+                assert np.array_equal(signer.sign_terms(t, vocab), want)
+                # any order of a document's terms: here descending
+                shuffled = TokenBatch.from_arrays([np.sort(t.doc(i))[::-1] for i in range(t.n_docs)],
+                                                  [t.weights[t.offsets[i]:t.offsets[i + 1]][np.argsort(t.doc(i))[::-1]]
+                                                   for i in range(t.n_docs)])
+                assert np.array_equal(signer.sign_terms(shuffled), want)
+    monkeypatch.setattr(minhash_mod, "_CHUNK_TOKENS", 70)
+    monkeypatch.setattr(minhash_mod, "_VOCAB_MIN_TERMS", 1)
+    signer = WeightedMinHash(128)
+    want = np.stack([reference_expand(tfidf.doc(i), tfidf.weights[tfidf.offsets[i]:tfidf.offsets[i + 1]], signer)
+                     for i in range(tfidf.n_docs)])
+    assert np.array_equal(signer.sign_terms(tfidf), want)
+
+
+def test_absent_and_dropped_offsets() -> None:
+    rng = np.random.default_rng(14)
+    keys = np.unique(rng.integers(0, 2**64, 30, dtype=np.uint64))
+    clash = np.array([5, 5 + (1 << 30), 5 + (1 << 40)], np.uint64)  # one slot up to 2^30
+    hashes = np.concatenate([keys, rng.integers(0, 2**64, 5000, dtype=np.uint64), clash, keys ^ np.uint64(1)])
+    for k in (keys, clash, keys[:1]):
+        assert np.array_equal(textsig_mod._absent(hashes, k), ~np.isin(hashes, k))
+    offsets = np.array([0, 3, 3, 10, 11])
+    drop = np.array([0, 2, 5, 10])
+    counts = np.array([2, 1, 4, 1])
+    lengths = np.array([9, 0, 20, 3])
+    got = textsig_mod._less(lengths, offsets, drop, counts)
+    assert got.tolist() == [0, 6, 6, 22, 24]
+    assert textsig_mod._less(np.diff(offsets), offsets, drop).tolist() == [0, 1, 1, 7, 7]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmdedup.extract.text import hash_strings, lookup
+from mmdedup.extract.text import TokenBatch, hash_strings, lookup
 from mmdedup.learn.tfidf import TfidfModel, count_documents, merge_counts, prior_model
 
 
 def test_words_on_every_page_weigh_nothing_and_unseen_words_most() -> None:
     docs = [hash_strings(["home", "news", f"story{i}", f"word{i % 3}"]) for i in range(10)]
-    keys, df = count_documents(docs)
+    keys, df = count_documents(TokenBatch.from_arrays(docs))
     model = TfidfModel.from_counts(keys, df, 10)
     home, story, word, unseen = model.weights(hash_strings(["home", "story3", "word1", "never"]))
     assert home == 0.0
@@ -39,3 +39,15 @@ def test_merge_counts_adds_per_term() -> None:
     b = (np.array([5, 7], np.uint64), np.array([4, 1]))
     keys, counts = merge_counts(a, b)
     assert keys.tolist() == [1, 5, 7] and counts.tolist() == [2, 5, 1]
+
+
+def test_document_frequency_counts_each_document_once() -> None:
+    """A word repeated within a text is one document; empty texts count nothing."""
+    rng = np.random.default_rng(3)
+    docs = [rng.integers(0, 40, rng.integers(0, 30)).astype(np.uint64) for _ in range(300)]
+    keys, df = count_documents(TokenBatch.from_arrays(docs))
+    expected = {}
+    for d in docs:
+        for term in set(d.tolist()):
+            expected[term] = expected.get(term, 0) + 1
+    assert dict(zip(keys.tolist(), df.tolist())) == expected

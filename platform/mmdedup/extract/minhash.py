@@ -95,6 +95,8 @@ EMPTY = np.uint32(0xFFFFFFFF)
 _U = np.uint64
 _GAMMA = 0x9E3779B97F4A7C15
 _CHUNK_TOKENS = 1 << 15  # OPH: tokens per pass
+_VOCAB_MIN_TERMS = 4096  # weighted MinHash: from this many terms on, units are hashed per distinct term
+_TABLE_MIN_UNITS = 4  # ... where the terms have this many units each on average
 _CHUNK_CELLS = 1 << 17  # k-perm and ICWS: token x permutation cells per pass (1 MiB of uint64)
 _GROUP_CHUNKS = 32  # weighted: chunks sharing one draw of the variables (<= 64 MiB of them)
 # Weighted MinHash by expansion: the weight of one unit (a term of weight w makes about
@@ -131,19 +133,104 @@ def _fastrange(x: np.ndarray, k: int) -> np.ndarray:
     return ((x >> _U(32)) * _U(k)) >> _U(32)
 
 
-def _row_bases(offsets: np.ndarray, d0: int, d1: int, k: int) -> np.ndarray:
-    """d * k for every entry of documents d0..d1-1 (uint64): the start of its row in a
-    flat (n_docs, k) signature. A cumsum of the steps between documents (a repeat costs
-    about twice as much)."""
-    t0 = int(offsets[d0])
-    base = np.zeros(int(offsets[d1]) - t0, dtype=np.uint64)
-    docs = d0 + np.flatnonzero(offsets[d0 + 1 : d1 + 1] > offsets[d0:d1])
-    if len(docs):
-        rows = docs.astype(np.uint64) * np.uint64(k)
-        base[offsets[docs] - t0] = np.diff(rows, prepend=np.uint64(0))
-        np.cumsum(base, out=base)
-    return base
+def _mix64_inplace(x: np.ndarray, tmp: np.ndarray) -> None:
+    """`_mix64` of x, written over x (tmp: scratch of x's size): no array allocated."""
+    np.right_shift(x, _U(30), out=tmp)
+    x ^= tmp
+    x *= _U(0xBF58476D1CE4E5B9)
+    np.right_shift(x, _U(27), out=tmp)
+    x ^= tmp
+    x *= _U(0x94D049BB133111EB)
+    np.right_shift(x, _U(31), out=tmp)
+    x ^= tmp
 
+
+def _fastrange_into(x: np.ndarray, k: int, out: np.ndarray) -> None:
+    """`_fastrange(x, k)` written into `out`."""
+    if k & (k - 1) == 0:
+        np.right_shift(x, _U(64 - (k.bit_length() - 1)), out=out)
+    else:
+        np.right_shift(x, _U(32), out=out)
+        out *= _U(k)
+        out >>= _U(32)
+
+
+_STEPS = np.zeros(0, np.uint64)
+
+
+def _gamma_steps(m: int) -> np.ndarray:
+    """i * gamma for i in 0..m-1 (uint64, wrapping), kept between calls (up to _KEEP)."""
+    global _STEPS
+    if len(_STEPS) < m:
+        with np.errstate(over="ignore"):
+            steps = np.arange(max(m, _CHUNK_TOKENS), dtype=np.uint64) * _U(_GAMMA)
+        if len(steps) > _KEEP:
+            return steps[:m]
+        _STEPS = steps
+    return _STEPS[:m]
+
+
+_KEEP = 1 << 22  # the longest run of counters kept between calls (32 MiB)
+
+
+def term_ids(hashes: np.ndarray, _round: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, first): hashes[i] == hashes[first[ids[i]]], `first` ascending: a vocabulary
+    of a batch's terms, so that work that depends on a term's hash only (its weight, its
+    units) is done once per term of the vocabulary, not once per document holding it.
+
+    A hash table in numpy: every hash writes its index into its slot and reads the slot
+    back; a hash finding an index with the same hash takes that index's term (all copies
+    of a hash share the slot, so the hash that won it is settled entirely). The hashes
+    that lost their slot to another hash go round again, placed anew, a few times; any
+    still left are terms of their own, so a hash can (rarely) have more than one id:
+    nothing here needs the vocabulary to be minimal, only every id to name one hash. The
+    table has 2 to 4 slots a hash up to 2^18 slots (2 MiB): a batch has far fewer
+    distinct terms than terms, and a bigger table costs more in cache misses than the
+    rounds it saves.
+    """
+    hashes = np.ascontiguousarray(hashes, np.uint64)
+    n = len(hashes)
+    index = _iota(n)
+    bits = min(max(int(n - 1).bit_length() + 1, 4), 18)
+    table = np.empty(1 << bits, np.intp)
+    with np.errstate(over="ignore"):
+        slot = hashes * _SLOT_MUL[_round]
+    slot >>= _U(64 - bits)
+    slot = slot.view(np.intp)
+    table[slot] = index
+    owner = table[slot]
+    lost = np.flatnonzero(np.take(hashes, owner) != hashes)
+    if len(lost):
+        if _round + 1 < len(_SLOT_MUL):
+            sub_ids, sub_first = term_ids(hashes[lost], _round + 1)
+            owner[lost] = lost[sub_first[sub_ids]]
+        else:
+            owner[lost] = lost
+    first = np.flatnonzero(owner == index)
+    rank = np.empty(n, np.intp)
+    rank[first] = index[: len(first)]
+    return np.take(rank, owner), first
+
+
+# Odd multipliers placing a hash in `term_ids`' table, one per round.
+_SLOT_MUL = tuple(_U(m) for m in (
+    0xD1B54A32D192ED03, 0xAEF17502108EF2D9, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB,
+    0xDB4F0B9175AE2165, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3, 0x589965CC75374CC3,
+))
+
+
+_IOTA = np.zeros(0, np.intp)
+
+
+def _iota(n: int) -> np.ndarray:
+    """0..n-1 (intp), kept between calls (read only; up to _KEEP)."""
+    global _IOTA
+    if len(_IOTA) < n:
+        if n > _KEEP:
+            return np.arange(n, dtype=np.intp)
+        _IOTA = np.arange(max(n, 1 << 16), dtype=np.intp)
+        _IOTA.flags.writeable = False
+    return _IOTA[:n]
 
 
 class MinHash:
@@ -180,23 +267,33 @@ class MinHash:
     # -- one permutation hashing ----------------------------------------------------------
 
     def _oph(self, batch: TokenBatch) -> np.ndarray:
+        """Token hashes are already well mixed: one xor and one odd multiply (a bijection)
+        make them seed-specific; the top bits pick the bin, the low 32 bits are the value.
+        In place, in buffers reused from chunk to chunk; a bin's row base is a repeat of
+        one value per document."""
         n, k = batch.n_docs, self.num_perm
         sig = np.full((n, k), EMPTY, dtype=np.uint32)
         offsets, lengths = batch.offsets, batch.lengths
         flat = sig.reshape(-1)
+        rows = np.arange(n, dtype=np.uint64) * _U(k)
+        mixed = scratch = value = np.empty(0, np.uint64)
         for d0, d1 in doc_ranges(offsets, _CHUNK_TOKENS):
             t0, t1 = int(offsets[d0]), int(offsets[d1])
             if t0 == t1:
                 continue
-            # Token hashes are already well mixed: one xor and one odd multiply (a bijection)
-            # make them seed-specific; the top bits pick the bin, the low 32 bits are the value.
-            x = batch.hashes[t0:t1] ^ self._bin_key
+            m = t1 - t0
+            if len(mixed) < m:
+                mixed, scratch, value = np.empty(m, np.uint64), np.empty(m, np.uint64), np.empty(m, np.uint32)
+            x, cell, v = mixed[:m], scratch[:m], value[:m]
+            np.bitwise_xor(batch.hashes[t0:t1], self._bin_key, out=x)
             x *= self._bin_mul
-            cell = _fastrange(x, k)
-            cell += _row_bases(offsets, d0, d1, k)
-            value = x.astype(np.uint32)  # the low 32 bits
-            np.minimum(value, np.uint32(0xFFFFFFFE), out=value)  # 0xFFFFFFFF marks an empty bin
-            np.minimum.at(flat, cell.view(np.int64), value)
+            _fastrange_into(x, k, cell)
+            cell += np.repeat(rows[d0:d1], lengths[d0:d1])
+            np.copyto(v, x, casting="unsafe")  # the low 32 bits
+            top = v == EMPTY  # 0xFFFFFFFF marks an empty bin: such a value is one less
+            if top.any():
+                v[top] = np.uint32(0xFFFFFFFE)
+            np.minimum.at(flat, cell.view(np.int64), v)
         self._densify(sig, lengths > 0)
         return sig
 
@@ -332,65 +429,178 @@ class WeightedMinHash:
     def sign(self, batch: TokenBatch) -> np.ndarray:
         """uint32 (n_docs, num_perm)."""
         terms = self._terms(batch)
+        if self.variant == "expand":
+            return self.sign_terms(terms)
         with np.errstate(over="ignore"):
-            if self.variant == "expand":
-                return self._expand(terms)
             return self._cws(terms)
+
+    def sign_terms(self, terms: TokenBatch, vocab: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """`sign` of a batch that already holds each document's distinct terms, in any
+        order (textsig's bags): the same signatures, without the check and the sort that
+        put a batch in that form ("expand" keeps minima, so the order of a document's
+        terms does not matter; the CWS variants break ties by term hash in `_cws`, which
+        needs hash order, so they go through `sign`). A term of weight 0 is as good as
+        absent ("expand" makes no unit of it), so a caller can zero terms, not drop them.
+
+        `vocab`, if the caller has it: (ids, hashes) with terms.hashes == hashes[ids]
+        (`term_ids`); otherwise "expand" finds it for a batch big enough to share terms."""
+        if self.variant != "expand":
+            return self.sign(terms)
+        n_terms = len(terms.hashes)
+        if vocab is None and n_terms >= _VOCAB_MIN_TERMS and \
+                terms.weights.sum(dtype=np.float64) >= _TABLE_MIN_UNITS * self.delta * n_terms:
+            ids, first = term_ids(terms.hashes)
+            vocab = (ids, terms.hashes[first])
+        with np.errstate(over="ignore"):
+            return self._expand(terms, vocab)
 
     # -- quantised expansion + one permutation hashing ----------------------------------
 
     def units(self, terms: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
         """Units of each term, floor(w / delta + u) with u ~ U[0, 1) fixed per term, at most
         `cap` (int64); and their offsets per document (see the module docstring)."""
-        u = (_mix64(terms.hashes ^ self._round_key) >> _U(11)).astype(np.float64) * (1.0 / (1 << 53))
-        copies = np.floor(terms.weights.astype(np.float64) / self.delta + u)
-        np.minimum(copies, self.cap, out=copies)
-        copies = copies.astype(np.int64)
+        copies, _, unit_off = self._units(terms)
+        return copies, unit_off
+
+    def _rounding(self, hashes: np.ndarray) -> np.ndarray:
+        """u ~ U[0, 1) of each term, from the top 53 bits of mix64(hash ^ key) (float64)."""
+        x = hashes ^ self._round_key
+        tmp = np.empty_like(x)
+        _mix64_inplace(x, tmp)
+        x >>= _U(11)
+        u = tmp.view(np.float64)  # the scratch, reused
+        np.copyto(u, x, casting="unsafe")
+        u *= 1.0 / (1 << 53)
+        return u
+
+    def _units(self, terms: TokenBatch, vocab: tuple[np.ndarray, np.ndarray] | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`units`, with the running count of units before each term (n_terms + 1,).
+
+        A chunk of terms at a time, in place in buffers that stay in cache. With a
+        `vocab`, the rounding u of each distinct hash is drawn once and gathered."""
+        hashes, weights = terms.hashes, terms.weights
+        if vocab is not None:
+            u_of = self._rounding(vocab[1])
+        copies = np.empty(len(hashes), np.int64)
+        size = max(min(len(hashes), _CHUNK_TOKENS), 1)
+        c = np.empty(size, np.float64)
+        for s0 in range(0, len(hashes), size):
+            s1 = min(s0 + size, len(hashes))
+            m = s1 - s0
+            u = np.take(u_of, vocab[0][s0:s1]) if vocab is not None else self._rounding(hashes[s0:s1])
+            np.copyto(c[:m], weights[s0:s1])
+            if self.delta != 1.0:  # (x / 1.0 is x)
+                c[:m] /= self.delta
+            c[:m] += u
+            np.floor(c[:m], out=c[:m])
+            np.minimum(c[:m], self.cap, out=c[:m])
+            np.copyto(copies[s0:s1], c[:m], casting="unsafe")
         cum = np.zeros(len(copies) + 1, np.int64)
         np.cumsum(copies, out=cum[1:])
         unit_off = cum[terms.offsets]
         lost = (unit_off[1:] == unit_off[:-1]) & (terms.lengths > 0)
         if lost.any():  # weights too small to round to any unit: one unit per term
-            copies[lost[terms.doc_ids()]] = 1
+            copies[lost[terms.doc_ids()] & (weights > 0)] = 1  # (a zero weight: no term)
             np.cumsum(copies, out=cum[1:])
             unit_off = cum[terms.offsets]
-        return copies, unit_off
+        return copies, cum, unit_off
 
-    def _expand(self, terms: TokenBatch) -> np.ndarray:
+    def _expand(self, terms: TokenBatch, vocab: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """Unit j (1, 2, ...) of term x is splitmix64's j-th output from the state x ^ key:
+        mix64(x ^ key + j * gamma), which gives its cell (top bits) and value (low 32).
+
+        With a `vocab` whose distinct terms have far fewer units (as many as the most a
+        document gives the term) than the batch has (a batch of texts shares most of its
+        words), those units are hashed once into a table of (bin, value) and each
+        document's units are gathered from it (`_unit_table`); otherwise every unit is
+        hashed where it occurs (`_hash_units`). Either way the cell's row base is a
+        repeat of one value per document, and a cell keeps its minimum."""
         n, k = terms.n_docs, self.num_perm
         sig = np.full((n, k), EMPTY, dtype=np.uint32)
-        copies, unit_off = self.units(terms)
+        copies, cum, unit_off = self._units(terms, vocab)
         per_doc = np.diff(unit_off)
         flat = sig.reshape(-1)
         offsets = terms.offsets
-        doc_of = terms.doc_ids().astype(np.uint64)
+        rows = np.arange(n, dtype=np.uint64) * _U(k)
+        shared = vocab is not None and len(vocab[1]) < len(vocab[0])  # (else no term to share)
+        table = self._unit_table(vocab, copies) if shared else None
+        scratch = value = np.empty(0, np.uint64)
         for d0, d1 in doc_ranges(unit_off, _CHUNK_TOKENS):
             u0, u1 = int(unit_off[d0]), int(unit_off[d1])
             if u0 == u1:
                 continue
+            m = u1 - u0
             t0, t1 = int(offsets[d0]), int(offsets[d1])
-            c = copies[t0:t1]
-            # Unit j (1, 2, ...) of term x: splitmix64's j-th output from the state x ^ key,
-            # mix64(x ^ key + j * gamma). With i the unit's index in the chunk and `first`
-            # that of its term's first unit, j = i - first + 1: one repeat of a per-term
-            # value, plus i * gamma. The cell's row base rides along in the same repeat.
-            per_term = np.empty((t1 - t0, 2), dtype=np.uint64)
-            first = np.cumsum(c) - c
-            np.multiply(first.astype(np.uint64) - _U(1), _U(_GAMMA), out=per_term[:, 0])
-            np.subtract(terms.hashes[t0:t1] ^ self._unit_key, per_term[:, 0], out=per_term[:, 0])
-            np.multiply(doc_of[t0:t1], _U(k), out=per_term[:, 1])
-            units = np.repeat(per_term, c, axis=0)
-            state = np.arange(u1 - u0, dtype=np.uint64)
-            state *= _U(_GAMMA)
-            state += units[:, 0]
-            x = _mix64(state)
-            cell = _fastrange(x, k)
-            cell += units[:, 1]
-            value = x.astype(np.uint32)
-            np.minimum(value, np.uint32(0xFFFFFFFE), out=value)
-            np.minimum.at(flat, cell.view(np.int64), value)
+            if len(scratch) < m:
+                scratch, value = np.empty(m, np.uint64), np.empty(m, np.uint32)
+            cell, v = scratch[:m], value[:m]
+            if table is None:
+                x = self._hash_units(terms.hashes[t0:t1], copies[t0:t1], cum[t0:t1] - u0, cell)
+            else:  # unit j of a term is entry start + j - 1 of the table
+                start, packed = table
+                at = np.take(start, vocab[0][t0:t1])
+                at -= cum[t0:t1] - u0
+                at = np.repeat(at, copies[t0:t1])
+                at += _iota(m)
+                x = np.take(packed, at).view(np.uint64)
+                np.right_shift(x, _U(32), out=cell)
+            cell += np.repeat(rows[d0:d1], per_doc[d0:d1])  # the cell's row base
+            np.copyto(v, x, casting="unsafe")  # the low 32 bits
+            if table is None:
+                top = v == EMPTY  # 0xFFFFFFFF marks an empty bin: such a value is one less
+                if top.any():
+                    v[top] = np.uint32(0xFFFFFFFE)
+            np.minimum.at(flat, cell.view(np.int64), v)
         self._oph._densify(sig, per_doc > 0)
         return sig
+
+    def _hash_units(self, hashes: np.ndarray, copies: np.ndarray, first: np.ndarray,
+                    cell: np.ndarray) -> np.ndarray:
+        """The units of terms (`copies` each, the first at index `first` of the run):
+        mix64 outputs x (returned) and their bins (written into `cell`).
+
+        With i a unit's index in the run, j = i - first + 1, so the state is a repeat of
+        one value per term, (x ^ key) - (first - 1) * gamma, plus i * gamma
+        (`_gamma_steps`); the hashing runs in place, each step one pass over contiguous
+        uint64 (this is most of the cost of a text's signature)."""
+        base = (first - 1).astype(np.uint64)
+        base *= _U(_GAMMA)
+        np.subtract(hashes ^ self._unit_key, base, out=base)
+        x = np.repeat(base, copies)
+        x += _gamma_steps(len(x))
+        _mix64_inplace(x, cell)
+        _fastrange_into(x, self.num_perm, cell)
+        return x
+
+    def _unit_table(self, vocab: tuple[np.ndarray, np.ndarray], copies: np.ndarray):
+        """(start, packed): units 1..c of each distinct term, c the most any of its
+        documents gives it, as (bin << 32 | value) at packed[start[id]:start[id + 1]]
+        (int64); or None where that saves too little: terms of a few units each (the
+        per-term work of gathering them is most of the cost then) or a table that would
+        hold more than a quarter of the batch's units."""
+        ids, hashes = vocab
+        units = int(copies.sum())
+        if units < _TABLE_MIN_UNITS * len(copies):  # gathering a unit costs about what hashing it does
+            return None
+        most = np.zeros(len(hashes), np.int64)
+        np.maximum.at(most, ids, copies)
+        start = np.zeros(len(hashes) + 1, np.int64)
+        np.cumsum(most, out=start[1:])
+        if start[-1] * 4 > units:
+            return None
+        packed = np.empty(int(start[-1]), np.int64)
+        for g0, g1 in doc_ranges(start, _CHUNK_TOKENS):
+            p0, p1 = int(start[g0]), int(start[g1])
+            if p0 == p1:
+                continue
+            out = packed[p0:p1].view(np.uint64)
+            x = self._hash_units(hashes[g0:g1], most[g0:g1], start[g0:g1] - p0, out)
+            value = x.astype(np.uint32)
+            np.minimum(value, np.uint32(0xFFFFFFFE), out=value)  # 0xFFFFFFFF: an empty bin
+            out <<= _U(32)
+            out |= value
+        return start[:-1], packed
 
     # -- consistent weighted sampling (ICWS, 0-bit CWS) ----------------------------------
 

@@ -15,9 +15,12 @@ The textbook loop (for token, for bit) is 64 Python steps a token. Here:
   tokens are scattered straight into the transposed (row, block) layout the tree halves
   in place, and the tree's last levels (a few rows per block, all numpy call overhead)
   run once for the whole batch rather than once per group of blocks;
-- weighted batches (TF-IDF) lay each document out in padded blocks and take, per block,
-  the (1 x size) @ (size x 64) product of weights and 0/1 bits (BLAS, stacked over
-  blocks), in chunks that stay in cache.
+- weighted batches (TF-IDF): a document of 64 tokens or more adds up its weights by
+  byte of the hash (one weighted bincount of 8 keys a token into 8 x 256 sums), and
+  bit i of byte b weighs the sums of the byte values with bit i set; a shorter one is
+  laid out in padded blocks with, per block, the (1 x size) @ (size x 64) product of
+  weights and 0/1 bits (BLAS, stacked over blocks). Sums of float32 weights are exact
+  in float64, so neither the way nor the order of adding changes a code.
 
 Both give the same code for the same votes (a unit test holds them to it). Ties (a vote of
 exactly 0) give bit 0; an empty document has code 0.
@@ -31,7 +34,7 @@ from .text import HASH_VERSION, TokenBatch, doc_ranges
 
 SIMHASH_VERSION = f"simhash64-{HASH_VERSION}-v1"
 
-_SLOTS_UNWEIGHTED = 1 << 17  # padded token slots per pass: 1 MiB of hashes
+_SLOTS_UNWEIGHTED = 1 << 16  # padded token slots per pass: 512 KiB of hashes, an L2 cache
 _SLOTS_WEIGHTED = 1 << 12  # 64 float64 bits each: 2 MiB
 
 
@@ -121,11 +124,20 @@ def _transposed_slots(offsets, lengths, block_off, docs, size, nb, b0):
     """Where each token of these (non-empty, consecutive-in-the-batch) documents goes in a
     (size, nb) layout: token i of doc d at row i % size, column block_off[d] - b0 + i // size.
 
-    As a running sum: +nb from one token to the next, a jump at each document's first
-    token and where a long document starts its next block; one cumsum instead of the
-    repeats and arithmetic of computing every index outright.
+    Where every document fits in one block, token i of doc d is at i * nb + its column:
+    the flat index times nb plus one value per document (an arange and a repeat).
+    Otherwise as a running sum: +nb from one token to the next, a jump at each
+    document's first token and where a long document starts its next block (one
+    cumsum, which numpy runs a step at a time, instead of the arithmetic of computing
+    every index outright).
     """
     t0 = int(offsets[docs[0]])
+    doc_len = lengths[docs]
+    if doc_len.max() <= size:
+        t1 = int(offsets[docs[-1] + 1])
+        slots = np.arange(0, (t1 - t0) * nb, nb, dtype=np.int64)
+        slots += np.repeat(block_off[docs] - b0 - (offsets[docs] - t0) * nb, doc_len)
+        return slots
     steps = np.full(int(offsets[docs[-1] + 1]) - t0, nb, dtype=np.int64)
     first = offsets[docs] - t0
     start = block_off[docs] - b0
@@ -146,11 +158,104 @@ def _transposed_slots(offsets, lengths, block_off, docs, size, nb, b0):
 def _weighted_ones(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
     """Per document: weight on tokens with bit j set (n, 64), and total weight (n,).
 
+    In float64: sums of float32 weights are then exact (unless the weights of one
+    document span more than ~2^19), so the code does not depend on the order in which
+    the weights are added, nor on block size, batch or BLAS kernel, and a document gets
+    the same code in any batch and by either way of adding them up:
+
+    - documents of `_HIST_MIN_TERMS` tokens or more: per document and byte of the hash,
+      the weight on each of the byte's 256 values (one weighted bincount over 8 keys a
+      token), then for each bit the sum over the values with the bit set (`_bit_sums`):
+      8 additions a token instead of 64 multiply-adds, and no (tokens x 64) float64
+      array (`_weighted_ones_bytes`);
+    - shorter ones: padded blocks and a (1 x size) @ (size x 64) product of weights and
+      bits per block (`_weighted_ones_blocks`), whose cost follows the tokens, where the
+      byte tables (2048 sums a document) would cost more than a short text's tokens.
+    """
+    n = batch.n_docs
+    lengths = batch.lengths
+    big = lengths >= _HIST_MIN_TERMS
+    if not big.any() or not np.isfinite(batch.weights).all():  # (+-inf: 0 * inf in a product)
+        return _weighted_ones_blocks(batch)
+    ones = np.zeros((n, 64), dtype=np.float64)
+    total = np.zeros(n, dtype=np.float64)
+    small = (lengths > 0) & ~big
+    for docs, fn in ((np.flatnonzero(big), _weighted_ones_bytes), (np.flatnonzero(small), _weighted_ones_blocks)):
+        if len(docs) == len(lengths):
+            ones, total = fn(batch)
+        elif len(docs):
+            ones[docs], total[docs] = fn(_only(batch, docs))
+    return ones, total
+
+
+def _only(batch: TokenBatch, docs: np.ndarray) -> TokenBatch:
+    """The documents `docs` (ascending) of a batch, as a batch of their own."""
+    keep = np.zeros(batch.n_docs, bool)
+    keep[docs] = True
+    lengths = batch.lengths[docs]
+    offsets = np.zeros(len(docs) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    at = np.flatnonzero(np.repeat(keep, batch.lengths))
+    return TokenBatch(batch.hashes[at], offsets, None if batch.weights is None else batch.weights[at])
+
+
+# A document with at least this many tokens is summed by bytes (`_weighted_ones`), in
+# groups of `_HIST_DOCS` documents (2048 float64 sums each: the group's table stays in L2).
+# _BYTE_BITS[v, i] is bit i of the byte value v.
+_HIST_MIN_TERMS = 64
+_HIST_DOCS = 16
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.float64)
+_BYTE_BASE = (np.arange(8, dtype=np.intp) * 256)[:, None]
+
+
+def _weighted_ones_bytes(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
+    """`_weighted_ones` by byte tables: for byte b of the hash and value v, the weight
+    on the document's tokens whose byte b is v (a bincount over keys doc * 2048 + b * 256
+    + v); bit 8b + i of the code then weighs the sum over the v with bit i set
+    (`_bit_sums`)."""
+    n = batch.n_docs
+    ones = np.zeros((n, 64), dtype=np.float64)
+    total = np.zeros(n, dtype=np.float64)
+    offsets, lengths = batch.offsets, batch.lengths
+    for d0 in range(0, n, _HIST_DOCS):
+        d1 = min(d0 + _HIST_DOCS, n)
+        t0, t1 = int(offsets[d0]), int(offsets[d1])
+        if t0 == t1:
+            continue
+        nd, g = d1 - d0, t1 - t0
+        by = batch.hashes[t0:t1].astype("<u8", copy=False).view(np.uint8).reshape(g, 8)
+        # byte-major (each row a contiguous run of tokens), in 16 bits while they hold
+        # the keys: a quarter of the memory traffic of building them in 64
+        dtype = np.uint16 if nd * 2048 <= 1 << 16 else np.intp
+        key = np.empty((8, g), dtype)
+        doc = np.repeat(np.arange(0, nd * 2048, 2048, dtype=dtype), lengths[d0:d1])
+        np.add(doc, _BYTE_BASE.astype(dtype), out=key)
+        key += by.T
+        w = np.empty((8, g), np.float64)
+        w[:] = batch.weights[t0:t1]
+        hist = np.bincount(key.reshape(-1), weights=w.reshape(-1), minlength=nd * 2048)
+        hist = hist.reshape(nd * 8, 256)
+        ones[d0:d1] = _bit_sums(hist).reshape(nd, 64)
+        total[d0:d1] = hist[::8].sum(axis=1)
+    return ones, total
+
+
+def _bit_sums(hist: np.ndarray) -> np.ndarray:
+    """(rows, 256) weights by byte value -> (rows, 8): column i sums the values with bit
+    i set, as 0/1 products (exact: every partial sum is a sum of weights).
+
+    One small product per document ((8 x 256) @ (256 x 8), stacked): OpenBLAS runs a
+    product this small on the calling thread, where one (rows x 256) product would wake
+    its worker threads, which on a busy 2-core machine costs far more than the product.
+    """
+    return (hist.reshape(-1, 8, 256) @ _BYTE_BITS).reshape(-1, 8)
+
+
+def _weighted_ones_blocks(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
+    """`_weighted_ones` by padded blocks.
+
     Per block a (1 x size) @ (size x 64) product of weights and 0/1 bits (BLAS, stacked
-    over blocks), which beats multiplying out 64 votes per token and np.add.reduceat. In
-    float64: sums of float32 weights are then exact (unless the weights of one document
-    span more than ~2^19), so no rounding depends on block size, batch or BLAS kernel,
-    and a document gets the same code in any batch.
+    over blocks), which beats multiplying out 64 votes per token and np.add.reduceat.
     """
     n = batch.n_docs
     ones = np.zeros((n, 64), dtype=np.float64)
@@ -201,7 +306,10 @@ def _count_bits(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
             deep[i, :, b0 : b0 + cols.shape[1]] = plane
     counts = _plane_counts(_add_halves(list(deep), 1, None))
     nonempty = np.flatnonzero(blocks > 0)
-    ones[nonempty] = np.add.reduceat(counts, block_off[nonempty], axis=0)
+    if len(counts) == len(nonempty):  # one block a document: its counts are the block's
+        ones[nonempty] = counts
+    else:
+        ones[nonempty] = np.add.reduceat(counts, block_off[nonempty], axis=0)
     return ones, batch.lengths
 
 

@@ -23,11 +23,11 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..extract.text import hash_strings, lookup
-from ..store.db import activate_version
+from ..extract.text import TokenBatch, collapse_terms, hash_strings, lookup
+from ..store.db import activate_version, insert_rows
 from ..store.schema import DocFreq, ModelVersion
 
 PRIOR_VERSION = "prior-jieba"
@@ -46,29 +46,41 @@ class TfidfModel:
     def weights(self, hashes: np.ndarray) -> np.ndarray:
         """IDF of every token hash of a batch. A direct-mapped table (hash & mask) answers
         most lookups in a few vectorised steps; only hashes landing on a slot that several
-        model terms share fall back to binary search. This runs on every token at ingest,
-        where a plain searchsorted over the model cost more than all three sketches."""
+        model terms share fall back to binary search. This runs on every distinct term of
+        every text signed, where a plain searchsorted over the model cost more than all
+        three sketches. Two gathers a hash: a shared slot holds a key no hash of that slot
+        can equal (so it gives the default) and a NaN value that sends the hash to the
+        binary search (a model with a NaN idf keeps a separate table of shared slots)."""
         mask, keys, values, shared = self._table
         hashes = np.asarray(hashes, np.uint64)
         slot = (hashes & mask).astype(np.intp)
-        out = np.where(keys[slot] == hashes, values[slot], np.float32(self.default))
-        clash = shared[slot]
+        value = values[slot]
+        out = np.where(keys[slot] == hashes, value, np.float32(self.default))
+        clash = np.isnan(value) if shared is None else shared[slot]
         if clash.any():
             out[clash] = lookup(self.keys, self.idf, hashes[clash], self.default)
         return out
 
     @cached_property
-    def _table(self) -> tuple[np.uint64, np.ndarray, np.ndarray, np.ndarray]:
+    def _table(self) -> tuple[np.uint64, np.ndarray, np.ndarray, np.ndarray | None]:
         size = 1 << max(16, int(np.ceil(np.log2(max(len(self.keys), 1) * 4))))
         slot = (self.keys & np.uint64(size - 1)).astype(np.intp)
-        keys = np.zeros(size, np.uint64)
-        values = np.zeros(size, np.float32)
-        keys[slot] = self.keys  # a clashing slot keeps one of its keys: `shared` catches it
-        values[slot] = self.idf
         shared = np.bincount(slot, minlength=size) > 1
-        # A hash of 0 would match an empty slot's zero key: send those to binary search.
-        shared[0] = True
-        return np.uint64(size - 1), keys, values, shared
+        values = np.zeros(size, np.float32)
+        values[slot] = self.idf  # a clashing slot keeps one of its keys' values
+        if np.isnan(self.idf).any():
+            keys = np.zeros(size, np.uint64)
+            keys[slot] = self.keys  # a clashing slot keeps one of its keys: `shared` catches it
+            # A hash of 0 would match an empty slot's zero key: send those to binary search.
+            shared[0] = True
+            return np.uint64(size - 1), keys, values, shared
+        # Empty and shared slots hold slot ^ 1, a key whose low bits name another slot,
+        # so no hash looked up there can equal it.
+        keys = np.arange(size, dtype=np.uint64) ^ np.uint64(1)
+        keys[slot] = self.keys
+        keys[shared] = np.flatnonzero(shared).astype(np.uint64) ^ np.uint64(1)
+        values[shared] = np.nan
+        return np.uint64(size - 1), keys, values, None
 
     @classmethod
     def from_counts(cls, keys: np.ndarray, df: np.ndarray, n_docs: int) -> TfidfModel:
@@ -98,12 +110,10 @@ def prior_model() -> TfidfModel:
     return TfidfModel(PRIOR_VERSION, 0, keys, idf[first], float(np.median(idf)))
 
 
-def count_documents(token_docs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(term hashes, number of documents holding each) over a batch of token sequences."""
-    if not token_docs:
-        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
-    per_doc = np.concatenate([np.unique(d) for d in token_docs])
-    return np.unique(per_doc, return_counts=True)
+def count_documents(tokens: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
+    """(term hashes, number of documents holding each) over a batch of token sequences:
+    each document's distinct terms in one sort over the batch, not a unique per document."""
+    return np.unique(collapse_terms(tokens).hashes, return_counts=True)
 
 
 def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -133,11 +143,6 @@ def freeze(session: Session, keys: np.ndarray, df: np.ndarray, n_docs: int) -> T
                                     {"n_docs": n_docs, "terms": int(len(keys))})
     if not created:
         return model
-    signed = model.keys.view(np.int64).tolist()
-    counts = df[np.argsort(keys)].tolist()
-    for start in range(0, len(signed), 50_000):
-        session.execute(insert(DocFreq), [
-            {"model_pk": row.pk, "term_hash": h, "df": c}
-            for h, c in zip(signed[start:start + 50_000], counts[start:start + 50_000])
-        ])
+    rows = list(zip(model.keys.view(np.int64).tolist(), df[np.argsort(keys)].tolist()))
+    insert_rows(session, DocFreq, ("term_hash", "df"), rows, {"model_pk": row.pk})
     return model
