@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--home", default=None, help="store folder (default $MMDEDUP_HOME or .mmdedup)")
     ap.add_argument("--db", default=None, help="database URL (default SQLite in the home)")
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                    help="extraction processes (default: one per CPU)")
+                    help="processes in all, one writing and the rest extracting (default: one "
+                         "per CPU)")
     ap.add_argument("--rescan", action="store_true",
                     help="look at pages already stored again (changed ones are updated)")
     ap.add_argument("--no-progress", action="store_true")

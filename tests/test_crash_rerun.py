@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -20,9 +21,13 @@ N = 12_000
 
 
 def test_kill_mid_run_then_rerun(tmp_path: Path, db_url: str) -> None:
-    # Every 10th item repeats the previous one's text: N/10 exact pairs when complete.
-    records = [{"id": f"doc-{i:05d}", "text": f"story number {i - (i % 10 == 9)} about things"}
-               for i in range(N)]
+    # Every 10th item repeats the previous one's text: N/10 exact pairs when complete. The
+    # others are ten words drawn at random, unrelated to each other (texts differing only
+    # in a number would be near-duplicates).
+    rng = random.Random(7)
+    vocab = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(4, 9))) for _ in range(5000)]
+    texts = [" ".join(rng.choices(vocab, k=10)) for _ in range(N)]
+    records = [{"id": f"doc-{i:05d}", "text": texts[i - (i % 10 == 9)]} for i in range(N)]
     manifest = write_manifest(tmp_path / "c", records)
     home = tmp_path / "home"
     Platform.open(home, db_url).close()  # migrate first, so the child starts writing at once

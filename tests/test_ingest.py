@@ -170,19 +170,37 @@ def test_oversized_image_dimensions_are_refused(platform: Platform, tmp_path: Pa
 
 
 def test_worker_processes_give_the_same_store(tmp_path: Path, db_url: str) -> None:
-    """Extraction in worker processes (several chunks, the next one extracted while the
-    current one is written) ends in the same items, pairs and failures as in-process."""
+    """Extraction in worker processes (several chunks, the next ones extracted while the
+    current one is written; with two extractors they take chunks in turn) ends in the same
+    items, pairs and failures as in-process."""
     corpus = shutil.copytree(Path(__file__).resolve().parents[1] / "samples" / "corpus",
                              tmp_path / "corpus")
     records = [json.loads(line) for line in (corpus / "manifest.jsonl").read_text().splitlines()]
     records += [{"id": "missing", "images": ["img/nowhere.png"]}, {"id": "empty", "text": "  "}]
     manifest = write_manifest(corpus, records)
     results = []
-    for workers, url in ((1, f"sqlite:///{tmp_path / 'one.db'}"), (2, db_url)):
+    for workers, url in ((1, f"sqlite:///{tmp_path / 'one.db'}"), (2, db_url),
+                         (3, f"sqlite:///{tmp_path / 'three.db'}")):
         with Platform.open(tmp_path / f"home{workers}", url) as p:
             object.__setattr__(p.settings, "ingest_chunk", 4)
             report = p.ingest(manifest, workers=workers)
             results.append((report.as_dict(), p.pairs(),
                              sorted((f["id"], f["reason"]) for f in p.failures())))
-    assert results[0] == results[1]
+    assert results[0] == results[1] == results[2]
     assert results[1][0]["failed"] == 2 and results[1][0]["new"] == len(records) - 2
+
+
+def test_fingerprint_json_is_the_json_it_stands_for() -> None:
+    """The fingerprint's shortcut for long plain texts gives json.dumps's exact string, so
+    stores fingerprinted before it still see their items as unchanged."""
+    import random
+
+    from mmdedup.items import _fingerprint_json, _json
+
+    rng = random.Random(1)
+    alphabet = 'ab "\\\t\n\x01\x7fé中\u2028'
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 200)))
+        parts = [rng.choice([None, "title", text]), text, rng.choice([{}, {"z": 1, "a": text}]),
+                 [("image", "a.png", "00ff")]]
+        assert _fingerprint_json(parts) == _json(parts)

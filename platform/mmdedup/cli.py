@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("source", help="MANIFEST.jsonl or FOLDER")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--workers", type=int, default=1,
-                   help="extract in this many processes while one writes (default 1)")
+                   help="processes in all: with N > 1, N - 1 extract chunks ahead while one "
+                        "writes (default 1: everything in one process)")
 
     p = sub.add_parser("pairs", help="scored duplicate pairs")
     p.add_argument("--min-tier", choices=TIERS, default="weak")

@@ -84,7 +84,7 @@ class ClipStage:
             return None
         pks = [pk for pk, _ in per_item]
         replace_signatures(session, KIND, encoder.version,
-                           ((pk, v.astype("<f4").tobytes()) for pk, v in per_item))
+                           ((pk, v.astype("<f4").tobytes()) for pk, v in per_item), fresh=True)
         for pk, v in per_item:
             self._add(pk, v)
         vectors = np.concatenate([v for _, v in per_item])

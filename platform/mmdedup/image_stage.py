@@ -102,7 +102,7 @@ class ImageStage:
         index.remove([pk for pk, _ in changed])
         if not with_images:
             return None
-        replace_signatures(session, KIND, IMAGE_VERSION, ((pk, pack(codes)) for pk, codes in with_images))
+        replace_signatures(session, KIND, IMAGE_VERSION, ((pk, pack(codes)) for pk, codes in with_images), fresh=True)
         pairs = []
         for pk, codes in with_images:
             index.add(pk, codes)

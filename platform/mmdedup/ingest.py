@@ -10,7 +10,7 @@ record still fails.
 from __future__ import annotations
 
 import multiprocessing
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
@@ -25,6 +25,7 @@ from tqdm import tqdm
 from .config import Settings
 from .items import Entry, InputError, LoadedItem, load_item
 from .score.pairs import EXACT_VERSION, candidate_pairs
+from .store.db import insert_rows, select_in
 from .store.schema import Asset, Failure, IngestRun, Item, Pair, Signature, utcnow
 from .textsig import tokenize_texts
 
@@ -90,20 +91,26 @@ def run_ingest(
     scorer: Scorer | None = None,
     workers: int = 1,
 ) -> IngestReport:
-    """`workers` > 1 extracts (files read and checked, pages, image codes, video frames,
-    text tokens) in that many processes, one chunk ahead of the main process, which alone
-    writes to the store; results and their order are the same as with one."""
+    """`workers`: processes in all. With more than one, workers - 1 processes extract
+    (files read and checked, pages, image codes, video frames, text tokens) chunks ahead
+    of this one, which alone writes to the store; results and their order are the same
+    as with one."""
     report = IngestReport(source)
     with factory.begin() as session:
         run = IngestRun(source=source)
         session.add(run)
         session.flush()
         run_pk = run.pk
+        # Keys of this source's open failures: a chunk closes those of its records (found
+        # here in memory, rather than by an UPDATE over every key of every chunk).
+        open_failures = set(session.scalars(select(Failure.key).where(
+            Failure.source == source, Failure.resolved_at.is_(None))))
     bar = tqdm(total=total, unit="item", desc="ingest", disable=not progress, leave=False)
     try:
         for chunk, extracted in _extracted_chunks(entries, root, settings, workers):
             with factory.begin() as session:
-                _write_chunk(session, run_pk, chunk, extracted, settings, report, stages, scorer)
+                _write_chunk(session, run_pk, chunk, extracted, settings, report, stages, scorer,
+                             open_failures)
             for stage in stages:
                 stage.after_chunk()
             bar.update(len(chunk))
@@ -158,21 +165,21 @@ def _extracted_chunks(
             yield chunk, extract_entries(chunk, root, settings)
         return
     # Spawned, not forked: the parent may hold threads (torch, FAISS) and open database
-    # connections that a fork would copy in an undefined state.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-
-        def submit(chunk: list[Entry]) -> list[Future[Extracted]]:
-            step = -(-len(chunk) // workers)
-            return [pool.submit(extract_entries, chunk[i:i + step], root, settings)
-                    for i in range(0, len(chunk), step)]
-
-        ahead = None
+    # connections that a fork would copy in an undefined state. Whole chunks go to the
+    # extractors in turn, one more in flight than there are extractors, so each is always
+    # busy while this process writes; splitting every chunk among them instead made all
+    # of them and the writer compete for the cores at once.
+    extractors = workers - 1
+    with ProcessPoolExecutor(extractors, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending: deque[tuple[list[Entry], Future[Extracted]]] = deque()
         for chunk in chunks:
-            if ahead is not None:
-                yield ahead[0], [x for f in ahead[1] for x in f.result()]
-            ahead = (chunk, submit(chunk))
-        if ahead is not None:
-            yield ahead[0], [x for f in ahead[1] for x in f.result()]
+            pending.append((chunk, pool.submit(extract_entries, chunk, root, settings)))
+            if len(pending) > extractors:
+                done, future = pending.popleft()
+                yield done, future.result()
+        while pending:
+            done, future = pending.popleft()
+            yield done, future.result()
 
 
 def _write_chunk(
@@ -184,18 +191,22 @@ def _write_chunk(
     report: IngestReport,
     stages: Sequence[Stage],
     scorer: Scorer | None,
+    open_failures: set[str],
 ) -> None:
     loaded = [x for x in extracted if isinstance(x, LoadedItem)]
     failed = [(e, x) for e, x in zip(chunk, extracted) if isinstance(x, InputError)]
 
     now = utcnow()
-    session.execute(
-        update(Failure)
-        .where(Failure.source == report.source, Failure.key.in_([e.key for e in chunk]),
-               Failure.resolved_at.is_(None))
-        .values(resolved_at=now)
-    )
+    if reached := open_failures.intersection(e.key for e in chunk):
+        session.execute(
+            update(Failure)
+            .where(Failure.source == report.source, Failure.key.in_(sorted(reached)),
+                   Failure.resolved_at.is_(None))
+            .values(resolved_at=now)
+        )
+        open_failures -= reached
     if failed:
+        open_failures.update(e.key for e, _ in failed)
         session.execute(insert(Failure), [
             {"run_pk": run_pk, "source": report.source, "key": e.key,
              "item_id": e.item.id if e.item else None, "reason": err.reason,
@@ -222,12 +233,9 @@ def _upsert_items(
     content), skip unchanged ones; returns (pk, item) for the new and changed."""
     if not loaded:
         return []
-    existing = {
-        row.id: (row.pk, row.fingerprint)
-        for row in session.execute(
-            select(Item.id, Item.pk, Item.fingerprint).where(Item.id.in_([li.item.id for li in loaded]))
-        )
-    }
+    existing = {id_: (pk, fingerprint) for id_, pk, fingerprint in select_in(
+        session, "SELECT id, pk, fingerprint FROM items WHERE id IN ({values})",
+        [li.item.id for li in loaded])}
     changed: list[tuple[int, LoadedItem]] = []
     fresh: list[LoadedItem] = []
     stale_pks: list[int] = []
@@ -248,24 +256,27 @@ def _upsert_items(
         session.execute(delete(Pair).where(or_(Pair.a_pk.in_(stale_pks), Pair.b_pk.in_(stale_pks))))
         report.updated += len(stale_pks)
     if fresh:
-        # The table, not the mapped class: the ORM's bulk path costs more per row than the
-        # insert itself. No RETURNING either: on SQLite an ordered RETURNING runs one
-        # statement per row; one executemany and one SELECT of the new pks cost far less.
-        session.execute(insert(Item.__table__), [
-            {"id": li.item.id, **_item_values(li, report.source), "created_at": now, "updated_at": now}
-            for li in fresh])
-        pks = dict(session.execute(select(Item.id, Item.pk).where(
-            Item.id.in_([li.item.id for li in fresh]))).all())
+        # No RETURNING: on SQLite an ordered RETURNING runs one statement per row; one
+        # executemany and one SELECT of the new pks cost far less.
+        insert_rows(session, Item, _ITEM_COLUMNS, [_item_row(li) for li in fresh],
+                    {"status": "ok", "source": report.source, "created_at": now, "updated_at": now})
+        pks = dict(select_in(session, "SELECT id, pk FROM items WHERE id IN ({values})",
+                             [li.item.id for li in fresh]))
         changed.extend((pks[li.item.id], li) for li in fresh)
         report.new += len(fresh)
     return changed
 
 
-def _item_values(li: LoadedItem, source: str) -> dict[str, object]:
+_ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint")
+
+
+def _item_row(li: LoadedItem) -> tuple:
     item = li.item
-    return {"title": item.title, "text": item.text, "meta": item.meta, "status": "ok",
-            "text_hash": li.text_hash, "content_key": li.content_key,
-            "fingerprint": li.fingerprint, "source": source}
+    return (item.id, item.title, item.text, item.meta, li.text_hash, li.content_key, li.fingerprint)
+
+
+def _item_values(li: LoadedItem, source: str) -> dict[str, object]:
+    return {**dict(zip(_ITEM_COLUMNS[1:], _item_row(li)[1:])), "status": "ok", "source": source}
 
 
 def _write_assets(session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
@@ -292,10 +303,9 @@ def _write_exact_pairs(
     """Pair each new or changed item with the earliest items of the same content key."""
     keys = {li.content_key for _, li in changed}
     members: dict[str, list[int]] = defaultdict(list)
-    for row in session.execute(
-        select(Item.pk, Item.content_key).where(Item.content_key.in_(keys)).order_by(Item.pk)
-    ):
-        members[row.content_key].append(row.pk)
+    for pk, key in sorted(select_in(session, "SELECT pk, content_key FROM items "
+                                             "WHERE content_key IN ({values})", sorted(keys))):
+        members[key].append(pk)
     pairs: dict[tuple[int, int], dict[str, float]] = {}
     for pk, li in changed:
         others = [m for m in members[li.content_key] if m != pk][: settings.max_exact_pairs_per_item]

@@ -113,7 +113,7 @@ class SemanticStage:
         index.remove(np.fromiter((pk for pk, _ in changed), np.int64, len(changed)))
         vectors = encoder.encode([t for _, t in texts])
         replace_signatures(session, KIND, encoder.version,
-                           ((pk, vectors[i].astype("<f4").tobytes()) for i, pk in enumerate(pks)))
+                           ((pk, vectors[i].astype("<f4").tobytes()) for i, pk in enumerate(pks)), fresh=True)
         index.add(pks, vectors)
         found = index.search(vectors, self.settings.semantic_neighbours, self.settings.semantic_min_cosine)
         return np.stack([pks[found.query], found.ids], axis=1)

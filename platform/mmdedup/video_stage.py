@@ -77,7 +77,7 @@ class VideoStage:
         videos = [(pk, li.video) for pk, li in changed if li.video is not None and len(li.video)]
         if not videos:
             return None
-        replace_signatures(session, KIND, VIDEO_VERSION, ((pk, pack(frames)) for pk, frames in videos))
+        replace_signatures(session, KIND, VIDEO_VERSION, ((pk, pack(frames)) for pk, frames in videos), fresh=True)
         for pk, frames in videos:
             self._add(pk, frames)
         pairs = [np.stack([np.full(len(o), pk), o], axis=1)

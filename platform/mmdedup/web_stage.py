@@ -87,7 +87,7 @@ class WebStage:
         simhash, minhash = dom_sketch([li.page.tag_paths for _, li in pages])
         replace_signatures(session, DOM_KIND, DOM_VERSION,
                            ((pk, simhash[i : i + 1].tobytes() + minhash[i].tobytes())
-                            for i, (pk, _) in enumerate(pages)))
+                            for i, (pk, _) in enumerate(pages)), fresh=True)
 
 
 def dom_signal(session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:

@@ -17,6 +17,7 @@ from sqlalchemy import delete, insert, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from ..config import Settings
+from ..store.db import select_in
 from ..store.schema import Pair, utcnow
 from .fusion import fuse, match_kind
 
@@ -100,15 +101,14 @@ def _stored(session: Session, pairs: np.ndarray) -> tuple[set[tuple[int, int]], 
     exact: set[tuple[int, int]] = set()
     scored: list[tuple[int, int]] = []
     firsts = np.unique(pairs[:, 0]).tolist()
-    for start in range(0, len(firsts), 5000):
-        for a, b, version in session.execute(select(Pair.a_pk, Pair.b_pk, Pair.model_version).where(
-                Pair.a_pk.in_(firsts[start:start + 5000]))):
-            if (a, b) not in wanted:
-                continue
-            if version == EXACT_VERSION:
-                exact.add((a, b))
-            else:
-                scored.append((a, b))
+    for a, b, version in select_in(session, "SELECT a_pk, b_pk, model_version FROM pairs "
+                                            "WHERE a_pk IN ({values})", firsts):
+        if (a, b) not in wanted:
+            continue
+        if version == EXACT_VERSION:
+            exact.add((a, b))
+        else:
+            scored.append((a, b))
     return exact, scored
 
 
