@@ -244,9 +244,9 @@ def _text_raw(texts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
     from mmdedup.textsig import TextSigner, similarity, tokenize_texts
 
     tokens = tokenize_texts(texts)
-    keys, df = count_documents([tokens.doc(i) for i in range(tokens.n_docs)])
+    keys, df = count_documents(tokens)
     signer = TextSigner(TfidfModel.from_counts(keys, df, tokens.n_docs))
-    sk = signer.sign_tokens(tokens)
+    sk = signer.sign_tokens(tokens, texts)
     out = np.zeros(len(a))
     for start in range(0, len(a), 50_000):
         sl = slice(start, start + 50_000)

@@ -191,3 +191,18 @@ def test_query_filters_on_meta_and_time(platform: Platform, cli, tmp_path: Path)
     assert len(platform.query(probe, until=now + timedelta(hours=1))) == 2
     rc, out, _ = cli("query", "--text", probe, "--meta", "source=gov")
     assert rc == 0 and [r["id"] for r in json.loads(out)] == ["gov"]
+
+
+def test_texts_signed_by_an_earlier_version_are_signed_again_before_an_ingest(home: Path, db_url: str) -> None:
+    """After an upgrade that changes the signer's version, the stored texts are signed again
+    when the next ingest starts, so a new copy still pairs with an old item."""
+    with Platform.open(home, db_url) as p:
+        p.ingest([{"id": "old", "text": " ".join(NEWS)}])
+        with p.sessions.begin() as session:
+            session.execute(update(Signature).where(Signature.kind == KIND).values(version="an-older-release"))
+    with Platform.open(home, db_url) as p:
+        p.ingest([{"id": "new", "text": " ".join(NEWS[:4]) + " Published on 2 May."}])
+        with p.sessions() as session:
+            versions = set(session.scalars(select(Signature.version).where(Signature.kind == KIND)))
+        assert versions == {p.text.signer.version}
+        assert ("new", "old") in pair_map(p)

@@ -105,8 +105,9 @@ class Platform:
         """Ingest a manifest (.jsonl), a folder (one item per file) or Python items.
 
         For Python items, relative paths are resolved against `root` (and may not leave it)
-        or, without one, against the working directory. `workers` > 1 extracts in that many
-        processes while this one writes (worth it for pictures, video and pages).
+        or, without one, against the working directory. `workers`: processes in all; with
+        more than one, workers - 1 extract (read files, decode media, tokenise) chunks
+        ahead while this one writes.
         `source_name` names Python items' source in runs and failures (a rerun of the same
         source resolves its earlier failures).
         """
@@ -128,6 +129,7 @@ class Platform:
              progress: bool, workers: int) -> IngestReport:
         self.text.follow_active()
         self._load_fusion()
+        self.text.catch_up()
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
                           stages=[self.web, self.image, self.clip, self.video, self.semantic,

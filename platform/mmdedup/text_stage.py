@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from .config import Settings
-from .extract.text import TokenBatch
+from .extract.text import SHORT_CHARS, TokenBatch
 from .items import LoadedItem, text_for_signals
 from .score.pairs import SignalFn, candidate_pairs, existing_pairs
 from .learn import weights as word_weights
@@ -36,6 +36,7 @@ from .textsig import (
 )
 
 SCAN_CHUNK = 2000
+_TOKEN_BYTES = 8  # a stored token: one uint64 hash
 
 
 class TextStage:
@@ -48,6 +49,7 @@ class TextStage:
         self.scorer: Scorer | None = None  # set by the Platform: scores pairs with every signal
         self.refreshes = 0
         self._texts: int | None = None  # texts in the store, at most (see needs_refresh)
+        self._caught_up: str | None = None  # signer version whose stale signatures were redone
 
     def signal(self) -> SignalFn:
         return text_signal(self.signer, self.settings)
@@ -84,6 +86,23 @@ class TextStage:
             return session.scalar(select(Signature.item_pk).where(
                 Signature.kind == TEXT_KIND, Signature.version != version).limit(1)) is not None
 
+    def catch_up(self) -> bool:
+        """Sign again, before an ingest adds texts, every stored text whose signature is of
+        another version than the signer's (a new release changed the tokenizer or the
+        sketches, or a re-sign was cut short): signatures of other versions are never
+        compared, so those items would otherwise drop out of text pairing. Checked once
+        per signer version in a process; True if texts were signed again."""
+        version = self.signer.version
+        if self._caught_up == version:
+            return False
+        with self.sessions() as session:
+            stale = session.scalar(select(Signature.item_pk).where(
+                Signature.kind == TEXT_KIND, Signature.version != version).limit(1)) is not None
+        if stale:
+            self.resign_all()
+        self._caught_up = version
+        return stale
+
     def index(self, session: Session) -> TextIndex:
         if self._index is None or self._index.version != self.signer.version:
             self._index = TextIndex.open(self.folder, self.signer.version, self.settings, session)
@@ -108,8 +127,9 @@ class TextStage:
             for li, doc in zip(todo, _docs(tokenize_texts([li.signal_text for li in todo]))):
                 li.tokens = doc
         tokens = TokenBatch.from_arrays([li.tokens for _, li in texts])
-        store_tokens(session, pks, tokens)
-        return sign_and_index(session, pks, tokens, self.signer, index)
+        store_tokens(session, pks, tokens, fresh=True)
+        return sign_and_index(session, pks, tokens, [li.signal_text for _, li in texts], self.signer, index,
+                              fresh=True)
 
     def after_chunk(self) -> None:
         if self.needs_refresh():
@@ -150,10 +170,9 @@ class TextStage:
         """(term hashes, document frequencies, documents) over every stored text."""
         counts = (np.zeros(0, np.uint64), np.zeros(0, np.int64))
         n_docs = 0
-        for _, tokens in self._scan_tokens():
-            docs = _docs(tokens)
-            counts = merge_counts(counts, count_documents(docs))
-            n_docs += sum(1 for d in docs if len(d))
+        for _, tokens, _ in self._scan_tokens(texts=False):
+            counts = merge_counts(counts, count_documents(tokens))
+            n_docs += int(np.count_nonzero(tokens.lengths))
         return counts[0], counts[1], n_docs
 
     def resign_all(self) -> None:
@@ -161,40 +180,55 @@ class TextStage:
         candidates together with the pairs it already had (scores move with the weights;
         a pair that no longer reaches the weak tier is removed)."""
         self._index = TextIndex(self.folder, self.signer.version, self.settings)
-        for pks, tokens in self._scan_tokens():
+        for pks, tokens, texts in self._scan_tokens():
             with self.sessions.begin() as session:
-                found = sign_and_index(session, pks, tokens, self.signer, self._index)
+                found = sign_and_index(session, pks, tokens, texts, self.signer, self._index)
                 if self.scorer is not None:
                     both = np.concatenate([found, existing_pairs(session, pks.tolist())])
                     self.scorer(session, candidate_pairs(both[:, 0], both[:, 1]))
         self.finish()
 
-    def _scan_tokens(self) -> Iterator[tuple[np.ndarray, TokenBatch]]:
-        """(pks, token sequences) of every item with text, in pk order, a chunk at a time.
-        Items whose stored tokens are missing or of another tokenizer version are
-        tokenised again (and stored) on the way."""
+    def _scan_tokens(self, *, texts: bool = True) -> Iterator[tuple[np.ndarray, TokenBatch, list[str | None]]]:
+        """(pks, token sequences, texts) of every item with text, in pk order, a chunk at
+        a time. Items whose stored tokens are missing or of another tokenizer version are
+        tokenised again (and stored) on the way. `texts`: also the texts of the items
+        with fewer than SHORT_CHARS tokens, which signing needs (`sign_tokens`); the
+        other entries are None (all of them without `texts`)."""
         version = tokens_version()
         last = 0
         while True:
             with self.sessions.begin() as session:
+                # Texts are read only for the items that must be tokenised again and
+                # (signing) those of fewer than SHORT_CHARS tokens: most items of most
+                # scans need just the stored sequences.
                 rows = session.execute(
-                    select(Item.pk, Item.title, Item.text, Item.page_text, Signature.version,
-                           Signature.value)
+                    select(Item.pk, Signature.version, Signature.value)
                     .outerjoin(Signature, (Signature.item_pk == Item.pk) & (Signature.kind == TOKENS_KIND))
                     .where(Item.pk > last, Item.text_hash.is_not(None))
                     .order_by(Item.pk).limit(SCAN_CHUNK)).all()
                 if not rows:
                     return
                 last = rows[-1][0]
-                stale = [i for i, r in enumerate(rows) if r[4] != version]
+                stale = [i for i, r in enumerate(rows) if r[1] != version]
+                # Stale items, and (for signing) those short enough that their sketches
+                # may need character n-grams: one query for both. A stale item's text
+                # is kept whatever its new length (it costs nothing more).
+                wanted = stale + [i for i, r in enumerate(rows)
+                                  if texts and r[1] == version and len(r[2]) < SHORT_CHARS * _TOKEN_BYTES]
+                found: dict[int, str] = {}
+                if wanted:
+                    found = {pk: text_for_signals(*parts) for pk, *parts in session.execute(
+                        select(Item.pk, Item.title, Item.text, Item.page_text)
+                        .where(Item.pk.in_([rows[i][0] for i in wanted])))}
                 fresh = {}
                 if stale:
-                    redo = tokenize_texts([text_for_signals(*rows[i][1:4]) for i in stale])
+                    redo = tokenize_texts([found[rows[i][0]] for i in stale])
                     redo_pks = np.array([rows[i][0] for i in stale], np.int64)
                     store_tokens(session, redo_pks, redo)
                     fresh = {i: redo.doc(j) for j, i in enumerate(stale)}
-            docs = [fresh[i] if i in fresh else np.frombuffer(r[5], np.uint64) for i, r in enumerate(rows)]
-            yield (np.array([r[0] for r in rows], np.int64), TokenBatch.from_arrays(docs))
+            docs = [fresh[i] if i in fresh else np.frombuffer(r[2], np.uint64) for i, r in enumerate(rows)]
+            given = [found.get(r[0]) if texts else None for r in rows]
+            yield (np.array([r[0] for r in rows], np.int64), TokenBatch.from_arrays(docs), given)
 
     # --- queries -------------------------------------------------------------------------
 

@@ -7,12 +7,18 @@ over word 3-gram shingles (the order-aware Jaccard). Terms whose weight is zero 
 active TF-IDF model (words every page shares) are left out of all three, so a site template
 or a boilerplate footer cannot make two texts look alike.
 
+Short texts (`is_short`: a 12-character Chinese post has about five words, three word
+3-grams, and one changed word makes the sets disjoint) take their order-aware MinHash over
+character n-grams instead (`char_shingles`, as `text_shingle_hashes` does), so signing
+needs the text of every document with fewer than SHORT_CHARS tokens.
+
 The signature's version names the tokenizer, TF-IDF model, word-weight model and sketch
 parameters; only signatures of the active version are indexed or compared.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,16 +26,23 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from .config import Settings
-from .extract.minhash import MinHash, WeightedMinHash
+from .extract.minhash import _VOCAB_MIN_TERMS, MinHash, WeightedMinHash, _iota, term_ids
 from .extract.minhash import jaccard as minhash_jaccard
 from .extract.simhash import SIMHASH_VERSION, hamming, simhash64
 from .extract.text import (
     HASH_VERSION,
+    SHORT_CHARS,
     TokenBatch,
-    collapse_terms,
+    _char_n,
+    _compact,
+    char_shingles,
+    clean,
+    doc_ranges,
+    hash_texts,
     hash_tokens,
+    is_short,
     lookup,
-    tokenize_many,
+    shingle_version,
     tokenizer_version,
 )
 from .index.hamming import HammingIndex
@@ -78,7 +91,7 @@ class TextSketches:
 def tokenize_texts(texts: list[str]) -> TokenBatch:
     """Token hash sequences of a batch of texts: what the store keeps per item ("tokens"),
     so that re-weighting and re-signing never tokenise a text again."""
-    return hash_tokens(tokenize_many(texts))
+    return hash_texts(texts)
 
 
 TOKENS_KIND = "tokens"
@@ -108,51 +121,338 @@ class TextSigner:
         self.version = "|".join([
             tokens_version(), f"tfidf={model.version}", f"ww={words.version}",
             SIMHASH_VERSION, self.wminhash.version, self.minhash.version, f"sh{SHINGLE_N}",
+            shingle_version(SHINGLE_N),  # short texts: character n-grams (see `sign_tokens`)
         ])
 
     def term_weights(self, hashes: np.ndarray) -> np.ndarray:
-        w = self.model.weights(hashes)
+        """TF-IDF weight of each hash times its learned multiplier capped at 1 (0: left out).
+
+        With learned words, one lookup in a table of the model's and the words' hashes
+        whose values are exactly that product (`_weight_model`), rather than a lookup in
+        the model and a binary search among the words for every hash."""
         if self.multipliers is None:
-            return w
-        return w * np.minimum(lookup(self.multipliers[0], self.multipliers[1], hashes, 1.0), 1.0)
+            return self.model.weights(hashes)
+        return _weight_model(self).weights(hashes)
 
     def sign(self, texts: list[str]) -> TextSketches:
-        return self.sign_tokens(tokenize_texts(texts))
+        return self.sign_tokens(tokenize_texts(texts), texts)
 
-    def sign_tokens(self, tokens: TokenBatch) -> TextSketches:
-        kept = tokens.select(self.term_weights(tokens.hashes) > 0)
-        bag = collapse_terms(kept.with_weights(None))  # distinct terms, weight = tf
-        tf = bag.weights
-        weights = (1 + np.log(np.maximum(tf, 1))) * self.term_weights(bag.hashes)
-        terms = TokenBatch(bag.hashes, bag.offsets, weights.astype(np.float32))
+    def sign_tokens(self, tokens: TokenBatch, texts: Sequence[str | None] | None = None) -> TextSketches:
+        """Sketches of token sequences: the kept tokens (positive term weight), their
+        distinct terms weighted (1 + ln tf) * term weight, and their word 3-gram shingles.
+
+        `texts[i]` is the text document i was tokenised from; it is needed (else
+        ValueError) only for documents of fewer than SHORT_CHARS tokens, and may be None
+        (or `texts` None) for the others. A document short by `is_short` takes its
+        order-aware MinHash over the character n-grams of its text, not word 3-grams
+        (see the module docstring); a text of SHORT_CHARS tokens or more has at least
+        SHORT_CHARS word characters, so is never short, and its sketches never depend
+        on its text. Only those few documents cost Python work per text.
+
+        Bit for bit what selecting tokens by weight, collapsing what is left (a sort)
+        and looking every token and term up gave, at about half the cost:
+
+        - each document's terms come from `_term_bags` (a hash table, no sort), in no
+          particular order; neither sketch depends on it (a SimHash adds weights
+          exactly, a weighted MinHash keeps minima);
+        - weights are looked up once per term of the batch's vocabulary (`term_ids`:
+          a batch of texts shares most of its words), which the weighted MinHash also
+          uses to hash the units of a shared term once;
+        - a token is kept where its term's weight is positive; the terms of weight 0 or
+          less (few) stay in the bags with weight 0, which neither sketch sees.
+        """
+        first, tf = _term_bags(tokens)
+        hashes = tokens.hashes[first]
+        if len(hashes) >= _VOCAB_MIN_TERMS:  # the batch's distinct terms
+            ids, vocab = term_ids(hashes)
+            vocab = hashes[vocab]
+        else:  # (a few texts: finding them costs more than it saves)
+            ids, vocab = _iota(len(hashes)), hashes
+        vocab_weight = self.term_weights(vocab)
+        weight = np.take(vocab_weight, ids)
+        kept = tokens.with_weights(None)
+        offsets = np.searchsorted(first, tokens.offsets)  # `first` ascends, doc by doc
+        empty = offsets[1:] == offsets[:-1]
+        alive = vocab_weight > 0
+        if not alive.all():
+            # Dead terms (words on every page, words at the floor) stay in the bag with
+            # weight 0 (a SimHash adds 0, a weighted MinHash makes no unit of it); their
+            # tokens leave the shingles, and a document of dead terms only is empty.
+            dead = np.flatnonzero(~np.take(alive, ids))
+            weight[dead] = 0
+            keep = _absent(tokens.hashes, np.unique(vocab[~alive]))
+            kept = TokenBatch(tokens.hashes[keep], _less(tokens.lengths, offsets, dead, tf[dead]))
+            empty = np.diff(_less(np.diff(offsets), offsets, dead)) == 0
+        tf = tf.astype(np.float32)
+        if weight.dtype == np.float32:  # (1 + ln 1) * w is w: the log only where tf > 1
+            weights = weight
+            more = np.flatnonzero(tf > 1)
+            weights[more] = (1 + np.log(tf[more])) * weight[more]
+        else:
+            weights = ((1 + np.log(np.maximum(tf, 1))) * weight).astype(np.float32)
+        terms = TokenBatch(hashes, offsets, weights)
+        shingles = _shingles(kept, SHINGLE_N)
+        rows, chars = short_char_shingles(tokens.lengths, texts)
+        if len(rows):
+            shingles = _replace_docs(shingles, rows, chars)
         return TextSketches(
             simhash=simhash64(terms),
-            wminhash=self.wminhash(terms),
-            minhash=self.minhash(_shingles(kept, SHINGLE_N)),
-            empty=bag.lengths == 0,
+            wminhash=self.wminhash.sign_terms(terms, (ids, vocab)),
+            minhash=self.minhash(shingles),
+            empty=empty,
         )
+
+
+def short_char_shingles(lengths: np.ndarray, texts: Sequence[str | None] | None) -> tuple[np.ndarray, TokenBatch]:
+    """(rows, hashed character n-grams of those rows' texts) of the documents that are
+    short by `is_short` (`lengths[i]`: document i's token count): what
+    `text_shingle_hashes` gives them. Texts are looked at only where `lengths` is below
+    SHORT_CHARS, and must be there (a missing one raises, rather than silently signing
+    the document with word 3-grams)."""
+    need = np.flatnonzero(lengths < SHORT_CHARS)
+    rows: list[int] = []
+    sets: list[list[str]] = []
+    if len(need) and (texts is None or len(texts) != len(lengths)):
+        raise ValueError(f"signing needs the texts of documents with fewer than {SHORT_CHARS} tokens "
+                         f"({len(need)} here), aligned with the token batch")
+    for i in need.tolist():
+        text = texts[i]  # type: ignore[index]
+        if text is None:
+            raise ValueError(f"document {i} has {int(lengths[i])} tokens (fewer than {SHORT_CHARS}): "
+                             "its text is needed to sign it")
+        cleaned = clean(text)
+        if is_short(cleaned, range(int(lengths[i]))):
+            chars = _compact(cleaned)
+            rows.append(i)
+            sets.append(char_shingles(chars, _char_n(chars)))
+    return np.array(rows, np.intp), hash_tokens(sets)
+
+
+def _replace_docs(batch: TokenBatch, rows: np.ndarray, sub: TokenBatch) -> TokenBatch:
+    """`batch` with documents `rows` (ascending) replaced by the documents of `sub`."""
+    lengths = batch.lengths.copy()
+    lengths[rows] = sub.lengths
+    offsets = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), np.uint64)
+    new = _spans(offsets[rows], sub.lengths)
+    old = np.ones(len(batch.hashes), bool)
+    old[_spans(batch.offsets[rows], batch.lengths[rows])] = False
+    rest = np.ones(len(out), bool)
+    rest[new] = False
+    out[new] = sub.hashes
+    out[rest] = batch.hashes[old]
+    return TokenBatch(out, offsets)
+
+
+def _spans(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Flat indices start .. start + length - 1 of each span, in order."""
+    lengths = np.asarray(lengths, np.int64)
+    first = np.repeat(np.asarray(starts, np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    return first + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def _absent(hashes: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """hashes[i] not in `keys` (few, distinct): a direct-mapped table on the low bits, of
+    at least 16 slots a key, where no two keys share a slot (empty slots hold slot ^ 1,
+    which no hash of that slot equals): one gather a hash, in cache."""
+    for bits in range(max(int(16 * len(keys)).bit_length(), 8), 24):
+        mask = np.uint64((1 << bits) - 1)
+        slot = (keys & mask).astype(np.intp)
+        if len(np.unique(slot)) == len(slot):
+            table = np.arange(1 << bits, dtype=np.uint64) ^ np.uint64(1)
+            table[slot] = keys
+            return np.take(table, (hashes & mask).view(np.intp)) != hashes
+    return ~np.isin(hashes, keys)
+
+
+def _less(lengths: np.ndarray, offsets: np.ndarray, drop: np.ndarray,
+          counts: np.ndarray | None = None) -> np.ndarray:
+    """Offsets for documents of `lengths` less, for each entry `drop` (ascending flat
+    indices) of the CSR layout `offsets`, one (or its `counts`) from its document:
+    from the few entries dropped rather than a running sum over all that are kept."""
+    doc = np.searchsorted(offsets, drop, side="right") - 1
+    lengths = lengths - np.bincount(doc, weights=counts, minlength=len(lengths)).astype(np.int64)
+    out = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def _weight_model(signer: TextSigner) -> TfidfModel:
+    """A TfidfModel whose weight for every hash is the signer's model weight times its
+    learned multiplier capped at 1: the product, computed by the same float32
+    operations, stored for every hash the model or the words know (any other hash gets
+    the model's default times 1). Built on first use and kept on the signer."""
+    cached = signer.__dict__.get("_weight_model")
+    model, table = signer.model, signer.multipliers
+    if cached is not None and cached[0] is model and cached[1] is table:
+        return cached[2]
+    keys = np.union1d(model.keys, table[0])
+    values = model.weights(keys) * np.minimum(lookup(table[0], table[1], keys, 1.0), 1.0)
+    if values.dtype != np.float32:  # (float32 multipliers always give float32)
+        combined = _TwoLookups(model, table)
+    else:
+        combined = TfidfModel(model.version, model.n_docs, keys, values, model.default)
+    signer.__dict__["_weight_model"] = (model, table, combined)
+    return combined
+
+
+class _TwoLookups:
+    """`term_weights` as the plain product of two lookups (multipliers not float32)."""
+
+    def __init__(self, model: TfidfModel, table: tuple[np.ndarray, np.ndarray]) -> None:
+        self.model, self.table = model, table
+
+    def weights(self, hashes: np.ndarray) -> np.ndarray:
+        w = self.model.weights(hashes)
+        return w * np.minimum(lookup(self.table[0], self.table[1], hashes, 1.0), 1.0)
+
+
+# Odd multipliers that place a (document, hash) key in the table, one per round.
+_SLOT_MUL = tuple(np.uint64(m) for m in (
+    0xD1B54A32D192ED03, 0xAEF17502108EF2D9, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB,
+    0xDB4F0B9175AE2165, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3, 0x589965CC75374CC3,
+))
+_BAG_GROUP = 1 << 14  # tokens per table (2 to 4 slots a token): the table stays in L2
+
+
+def _term_bags(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's distinct hashes: (first, tf).
+
+    `first`: the flat index of one token of each distinct (document, hash), ascending,
+    so grouped by document; `tf`: how many tokens of its document have that hash.
+
+    A hash table in numpy rounds rather than a sort (a sort of the batch cost more than
+    the three sketches made from it). Each document has a region of the table of its
+    own, a power of two at least twice its length, so a slot only ever holds tokens of
+    one document. In each round every unresolved token writes its index into the slot
+    its hash picks in its document's region; the slot is read back, and a token whose
+    slot holds a token with the same hash is resolved to it. All tokens of one hash
+    share a slot in every round, so the hash that won a slot is settled entirely, and
+    only hashes that lost a slot to another go on to the next round, placed anew (about
+    one token in twenty after the first round). Which token of a hash wins does not
+    matter. Groups of documents keep the table in cache.
+    """
+    hashes, offsets = batch.hashes, batch.offsets
+    lengths = batch.lengths
+    log_size = np.frexp(np.maximum(2 * lengths - 1, 1))[1]  # bit_length(2 len - 1)
+    size = np.where(lengths > 0, 1 << log_size, 0)
+    region = np.zeros(len(size) + 1, np.int64)
+    np.cumsum(size, out=region[1:])
+    shift_of = (64 - log_size).astype(np.uint64)
+    parts_first, parts_tf = [], []
+    with np.errstate(over="ignore"):
+        for d0, d1 in doc_ranges(offsets, _BAG_GROUP):
+            t0, t1 = int(offsets[d0]), int(offsets[d1])
+            if t0 == t1:
+                continue
+            g = t1 - t0
+            doc_len = lengths[d0:d1]
+            # slot = region + (hash * odd) >> (64 - log2 size): uint64 throughout
+            base = np.repeat((region[d0:d1] - region[d0]).astype(np.uint64), doc_len)
+            shift = np.repeat(shift_of[d0:d1], doc_len)
+            h = hashes[t0:t1]
+            table = np.empty(int(region[d1] - region[d0]), np.intp)
+            index = _iota(g)
+            slot = h * _SLOT_MUL[0]
+            slot >>= shift
+            slot += base
+            slot = slot.view(np.intp)
+            table[slot] = index
+            owner = table[slot]
+            todo = np.flatnonzero(np.take(h, owner) != h)
+            for r in range(1, len(_SLOT_MUL) + 1):
+                if len(todo) == 0:
+                    break
+                if r == len(_SLOT_MUL):  # hashes that lost every round (never seen): sort them
+                    doc = np.searchsorted(offsets[d0 + 1 : d1 + 1] - t0, todo, side="right")
+                    order = todo[np.lexsort((h[todo], doc))]
+                    doc = np.searchsorted(offsets[d0 + 1 : d1 + 1] - t0, order, side="right")
+                    k = h[order]
+                    new = np.flatnonzero(np.concatenate(([True], (k[1:] != k[:-1]) | (doc[1:] != doc[:-1]))))
+                    owner[order] = order[np.repeat(new, np.diff(np.append(new, len(order))))]
+                    break
+                k = h[todo]
+                slot = k * _SLOT_MUL[r]
+                slot >>= shift[todo]
+                slot += base[todo]
+                slot = slot.view(np.intp)
+                table[slot] = todo
+                won = table[slot]
+                owner[todo] = won  # right for those that match; the others go round again
+                todo = todo[np.take(h, won) != k]
+            first = np.flatnonzero(owner == index)
+            parts_tf.append(np.bincount(owner, minlength=g)[first])
+            parts_first.append(first + t0)
+    if not parts_first:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    return np.concatenate(parts_first), np.concatenate(parts_tf)
 
 
 def _shingles(batch: TokenBatch, n: int) -> TokenBatch:
     """Hashes of n consecutive token hashes within each document (a document shorter than
-    n is one shingle of all its tokens), computed for the whole batch at once."""
+    n is one shingle of all its tokens, the missing tokens hashing as 0).
+
+    Every flat position p of the batch is hashed with the n tokens from p on, in
+    slices of the hash array (no gathers; a chunk at a time, in place, so that the
+    temporaries stay in cache), and positions whose n tokens run past their document's
+    end (each document's last n - 1) are dropped; documents shorter than n are hashed
+    apart (`_short_shingles`) and put in their place. The first step of the chain,
+    (0 ^ t * K0) * K1, is one multiply by K0 * K1 (mod 2^64).
+    """
     lengths = batch.lengths
     counts = np.where(lengths >= n, lengths - n + 1, np.minimum(lengths, 1))
     offsets = np.zeros(batch.n_docs + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    doc = np.repeat(np.arange(batch.n_docs), counts)
-    start = batch.offsets[doc] + (np.arange(offsets[-1]) - offsets[doc])
-    end = batch.offsets[doc + 1]
-    h = np.zeros(len(start), np.uint64)
+    hashes = batch.hashes
+    m = len(hashes) - n + 1  # positions with n tokens ahead in the flat array
+    short = np.flatnonzero((lengths > 0) & (lengths < n))
+    full = np.zeros(0, np.uint64)
     with np.errstate(over="ignore"):
-        for j in range(n):
-            pos = start + j
-            valid = pos < end
-            part = np.where(valid, batch.hashes[np.minimum(pos, len(batch.hashes) - 1)], 0) \
-                if len(batch.hashes) else np.zeros(len(start), np.uint64)
-            h = (h ^ (part * _K[j])) * _K[(j + 1) % n]
-            h ^= h >> np.uint64(29)
-    return TokenBatch(h, offsets)
+        if m > 0:
+            full = np.empty(m, np.uint64)
+            tmp = np.empty(min(m, _SHINGLE_CHUNK), np.uint64)
+            first = _K[0] * _K[1 % n]
+            for c0 in range(0, m, _SHINGLE_CHUNK):
+                c1 = min(c0 + _SHINGLE_CHUNK, m)
+                h, t = full[c0:c1], tmp[: c1 - c0]
+                np.multiply(hashes[c0:c1], first, out=h)
+                np.right_shift(h, np.uint64(29), out=t)
+                h ^= t
+                for j in range(1, n):
+                    np.multiply(hashes[c0 + j : c1 + j], _K[j], out=t)
+                    h ^= t
+                    h *= _K[(j + 1) % n]
+                    np.right_shift(h, np.uint64(29), out=t)
+                    h ^= t
+            valid = np.ones(m, bool)
+            ends = batch.offsets[1:]
+            for j in range(1, n):  # the last n - 1 positions of each document
+                at = ends[lengths >= j] - j
+                valid[at[at < m]] = False
+            full = full[valid]
+        if len(short) == 0:
+            return TokenBatch(full, offsets)
+        out = np.empty(int(offsets[-1]), np.uint64)
+        at_short = np.zeros(len(out), bool)
+        at_short[offsets[short]] = True
+        out[~at_short] = full
+        out[at_short] = _short_shingles(hashes, batch.offsets[short], lengths[short], n)
+    return TokenBatch(out, offsets)
+
+
+_SHINGLE_CHUNK = 1 << 14
+
+
+def _short_shingles(hashes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, n: int) -> np.ndarray:
+    """The one shingle of each document shorter than n (tokens at `starts`, `lengths`
+    of them): the chain of `_shingles` with 0 for the missing tokens."""
+    h = np.zeros(len(starts), np.uint64)
+    for j in range(n):
+        part = np.where(j < lengths, hashes[np.minimum(starts + j, len(hashes) - 1)], np.uint64(0))
+        h = (h ^ (part * _K[j])) * _K[(j + 1) % n]
+        h ^= h >> np.uint64(29)
+    return h
 
 
 def similarity(a: TextSketches, b: TextSketches) -> dict[str, np.ndarray]:
@@ -282,17 +582,21 @@ def load_sketches(session: Session, pks: np.ndarray | None, version: str) -> tup
 # --- the ingest step ------------------------------------------------------------------
 
 
-def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch) -> None:
+def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch, *, fresh: bool = False) -> None:
+    """`fresh`: as for `replace_signatures` (items just ingested have no signatures)."""
     replace_signatures(session, TOKENS_KIND, tokens_version(),
-                       ((pk, tokens.doc(i).tobytes()) for i, pk in enumerate(pks.tolist())))
+                       ((pk, tokens.doc(i).tobytes()) for i, pk in enumerate(pks.tolist())), fresh=fresh)
 
 
-def sign_and_index(session: Session, pks: np.ndarray, tokens: TokenBatch, signer: TextSigner,
-                   index: TextIndex) -> np.ndarray:
-    """Sign items from their token sequences, store the sketches, index them, and return
-    candidate pairs (n, 2) with indexed items and with each other."""
-    sk = signer.sign_tokens(tokens)
-    replace_signatures(session, KIND, signer.version, ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())))
+def sign_and_index(session: Session, pks: np.ndarray, tokens: TokenBatch,
+                   texts: Sequence[str | None] | None, signer: TextSigner,
+                   index: TextIndex, *, fresh: bool = False) -> np.ndarray:
+    """Sign items from their token sequences (and the texts of those with fewer than
+    SHORT_CHARS tokens, see `TextSigner.sign_tokens`), store the sketches, index them, and
+    return candidate pairs (n, 2) with indexed items and with each other."""
+    sk = signer.sign_tokens(tokens, texts)
+    replace_signatures(session, KIND, signer.version, ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())),
+                       fresh=fresh)
     index.remove(pks)
     live = ~sk.empty
     pks, sk = pks[live], sk.take(live)
@@ -338,7 +642,7 @@ def query_scores(session: Session, texts: list[str], signer: TextSigner, index: 
                  settings: Settings) -> list[dict[int, dict[str, float]]]:
     """For each query text, {item pk: {"text": score, ...raw}} of its candidates."""
     tokens = tokenize_texts(texts)
-    sk = signer.sign_tokens(tokens)
+    sk = signer.sign_tokens(tokens, texts)
     q, pks = index.candidates(sk)
     out: list[dict[int, dict[str, float]]] = [{} for _ in texts]
     if len(q) == 0:
