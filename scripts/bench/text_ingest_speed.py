@@ -59,8 +59,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--db", default=None, help="database URL (default: SQLite in a temp dir)")
     parser.add_argument("--workers", type=int, default=1,
-                        help="extraction processes (default 1, in-process: for plain text, "
-                             "shipping results between processes costs more than tokenising)")
+                        help="processes in all (default 1: everything in one process; with N > 1, "
+                             "N - 1 extract chunks ahead of the one that writes)")
     args = parser.parse_args()
     texts = make_texts(args.n)
     ours, summary = mmdedup_rate(texts, args.db, args.workers)
@@ -69,8 +69,9 @@ def main() -> None:
     print(f"| what ({args.n:,} texts of 400 words) | texts/s | ratio |")
     print("|---|---|---|")
     print(f"| datasketch MinHash-128 update_batch + MinHashLSH.insert | {theirs:,.0f} | 1.0x |")
-    print(f"| mmdedup ingest end to end ({'SQLite' if not args.db else args.db.split(':')[0]}, "
-          f"{args.workers} extraction workers) "
+    where = "SQLite" if not args.db else args.db.split(":")[0]
+    how = "one process" if args.workers <= 1 else f"{args.workers} processes"
+    print(f"| mmdedup ingest end to end ({where}, {how}) "
           f"| {ours:,.0f} | {ours / theirs:.1f}x |")
 
 
