@@ -14,8 +14,8 @@ Two dump layouts:
   `<export folder>/.mmdedup-staging/` (ingest reads pages from files). The item id is the
   URL (else the line number); other fields go to the item's meta.
 
-Extraction (page main text, perceptual hashes, video keyframes, tokens) runs in --workers
-processes while the main process writes to the store. Resumable: the store commits every
+Extraction (page main text, perceptual hashes, video keyframes, tokens) runs in
+--workers - 1 processes while the main process writes to the store. Resumable: the store commits every
 chunk, and a rerun skips pages whose id is already stored unless --rescan is given (then
 unchanged pages are still recognised by their fingerprint and skipped after extraction).
 A page whose references cannot all be found is ingested with what exists; the summary
@@ -188,9 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dump", type=Path, help="a dump folder of pages, or a JSON Lines export")
     ap.add_argument("--home", default=None, help="store folder (default $MMDEDUP_HOME or .mmdedup)")
     ap.add_argument("--db", default=None, help="database URL (default SQLite in the home)")
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    # Decoding pictures and pages is most of the work, and the writer mostly waits for it:
+    # an extractor per CPU, and the writer besides.
+    ap.add_argument("--workers", type=int, default=(os.cpu_count() or 1) + 1,
                     help="processes in all, one writing and the rest extracting (default: one "
-                         "per CPU)")
+                         "extracting per CPU, plus the writer)")
     ap.add_argument("--rescan", action="store_true",
                     help="look at pages already stored again (changed ones are updated)")
     ap.add_argument("--no-progress", action="store_true")
