@@ -849,7 +849,7 @@ def test_sign_tokens_equals_its_definition(monkeypatch: pytest.MonkeyPatch) -> N
     for i in (0, 41, 42, 44, batch.n_docs - 2):
         one = TokenBatch(batch.doc(i), np.array([0, len(batch.doc(i))]))
         assert_same_sketches(fitted.sign_tokens(one), references["fitted"].take(np.array([i])), f"doc {i}")
-    monkeypatch.setattr(textsig_mod, "_BAG_GROUP", 300)
+    monkeypatch.setattr(minhash_mod, "_BAG_GROUP", 300)
     monkeypatch.setattr(textsig_mod, "_SHINGLE_CHUNK", 100)
     monkeypatch.setattr(minhash_mod, "_CHUNK_TOKENS", 500)
     monkeypatch.setattr(minhash_mod, "_VOCAB_MIN_TERMS", 10)
@@ -887,11 +887,11 @@ def test_term_bags_equal_collapse_terms(monkeypatch: pytest.MonkeyPatch) -> None
     # A multiplier that puts small hashes in one slot: every round collides until the sort.
     for muls in (None, (np.uint64(1),), (np.uint64(1), np.uint64(3))):
         if muls:
-            monkeypatch.setattr(textsig_mod, "_SLOT_MUL", muls)
+            monkeypatch.setattr(minhash_mod, "_SLOT_MUL", muls)
         for group in (1 << 14, 37):
-            monkeypatch.setattr(textsig_mod, "_BAG_GROUP", group)
+            monkeypatch.setattr(minhash_mod, "_BAG_GROUP", group)
             for b in (batch, small):
-                first, tf = textsig_mod._term_bags(b)
+                first, tf = minhash_mod.term_bags(b)
                 want = collapse_terms(b)
                 assert np.all(np.diff(first) > 0)
                 doc = np.searchsorted(b.offsets, first, side="right") - 1

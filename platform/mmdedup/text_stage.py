@@ -81,10 +81,13 @@ class TextStage:
         them); True if stored text signatures are of another version, i.e. texts must be
         signed again (also after a re-sign that a crash cut short)."""
         self._signer = None
-        version = self.signer.version
+        return self._has_stale_signatures()
+
+    def _has_stale_signatures(self) -> bool:
+        """Whether any stored text signature is of another version than the signer's."""
         with self.sessions() as session:
             return session.scalar(select(Signature.item_pk).where(
-                Signature.kind == TEXT_KIND, Signature.version != version).limit(1)) is not None
+                Signature.kind == TEXT_KIND, Signature.version != self.signer.version).limit(1)) is not None
 
     def catch_up(self) -> bool:
         """Sign again, before an ingest adds texts, every stored text whose signature is of
@@ -95,9 +98,7 @@ class TextStage:
         version = self.signer.version
         if self._caught_up == version:
             return False
-        with self.sessions() as session:
-            stale = session.scalar(select(Signature.item_pk).where(
-                Signature.kind == TEXT_KIND, Signature.version != version).limit(1)) is not None
+        stale = self._has_stale_signatures()
         if stale:
             self.resign_all()
         self._caught_up = version

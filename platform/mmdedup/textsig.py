@@ -20,29 +20,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from .config import Settings
-from .extract.minhash import _VOCAB_MIN_TERMS, MinHash, WeightedMinHash, _iota, term_ids
+from .extract.minhash import _VOCAB_MIN_TERMS, MinHash, WeightedMinHash, _iota, term_bags, term_ids
 from .extract.minhash import jaccard as minhash_jaccard
 from .extract.simhash import SIMHASH_VERSION, hamming, simhash64
 from .extract.text import (
     HASH_VERSION,
     SHORT_CHARS,
     TokenBatch,
-    _char_n,
-    _compact,
-    char_shingles,
-    clean,
-    doc_ranges,
     hash_texts,
     hash_tokens,
-    is_short,
     lookup,
     shingle_version,
+    short_text_shingles,
     tokenizer_version,
 )
 from .index.hamming import HammingIndex
@@ -128,11 +124,22 @@ class TextSigner:
         """TF-IDF weight of each hash times its learned multiplier capped at 1 (0: left out).
 
         With learned words, one lookup in a table of the model's and the words' hashes
-        whose values are exactly that product (`_weight_model`), rather than a lookup in
+        whose values are exactly that product (`_weights`), rather than a lookup in
         the model and a binary search among the words for every hash."""
-        if self.multipliers is None:
-            return self.model.weights(hashes)
-        return _weight_model(self).weights(hashes)
+        return self._weights.weights(hashes)
+
+    @cached_property
+    def _weights(self) -> TfidfModel:
+        """The model itself, or with learned words a TfidfModel whose weight for every hash
+        the model or the words know is the model weight times the multiplier capped at 1,
+        by the same float32 operations (any other hash: the model's default times 1)."""
+        model, table = self.model, self.multipliers
+        if table is None:
+            return model
+        keys = np.union1d(model.keys, table[0])
+        values = model.weights(keys) * np.minimum(lookup(table[0], table[1], keys, 1.0), 1.0)
+        return TfidfModel(model.version, model.n_docs, keys, values.astype(np.float32, copy=False),
+                          model.default)
 
     def sign(self, texts: list[str]) -> TextSketches:
         return self.sign_tokens(tokenize_texts(texts), texts)
@@ -152,7 +159,7 @@ class TextSigner:
         Bit for bit what selecting tokens by weight, collapsing what is left (a sort)
         and looking every token and term up gave, at about half the cost:
 
-        - each document's terms come from `_term_bags` (a hash table, no sort), in no
+        - each document's terms come from `term_bags` (a hash table, no sort), in no
           particular order; neither sketch depends on it (a SimHash adds weights
           exactly, a weighted MinHash keeps minima);
         - weights are looked up once per term of the batch's vocabulary (`term_ids`:
@@ -161,7 +168,7 @@ class TextSigner:
         - a token is kept where its term's weight is positive; the terms of weight 0 or
           less (few) stay in the bags with weight 0, which neither sketch sees.
         """
-        first, tf = _term_bags(tokens)
+        first, tf = term_bags(tokens)
         hashes = tokens.hashes[first]
         if len(hashes) >= _VOCAB_MIN_TERMS:  # the batch's distinct terms
             ids, vocab = term_ids(hashes)
@@ -220,11 +227,10 @@ def short_char_shingles(lengths: np.ndarray, texts: Sequence[str | None] | None)
         if text is None:
             raise ValueError(f"document {i} has {int(lengths[i])} tokens (fewer than {SHORT_CHARS}): "
                              "its text is needed to sign it")
-        cleaned = clean(text)
-        if is_short(cleaned, range(int(lengths[i]))):
-            chars = _compact(cleaned)
+        chars = short_text_shingles(text, int(lengths[i]))
+        if chars is not None:
             rows.append(i)
-            sets.append(char_shingles(chars, _char_n(chars)))
+            sets.append(chars)
     return np.array(rows, np.intp), hash_tokens(sets)
 
 
@@ -276,117 +282,6 @@ def _less(lengths: np.ndarray, offsets: np.ndarray, drop: np.ndarray,
     out = np.zeros(len(lengths) + 1, np.int64)
     np.cumsum(lengths, out=out[1:])
     return out
-
-
-def _weight_model(signer: TextSigner) -> TfidfModel:
-    """A TfidfModel whose weight for every hash is the signer's model weight times its
-    learned multiplier capped at 1: the product, computed by the same float32
-    operations, stored for every hash the model or the words know (any other hash gets
-    the model's default times 1). Built on first use and kept on the signer."""
-    cached = signer.__dict__.get("_weight_model")
-    model, table = signer.model, signer.multipliers
-    if cached is not None and cached[0] is model and cached[1] is table:
-        return cached[2]
-    keys = np.union1d(model.keys, table[0])
-    values = model.weights(keys) * np.minimum(lookup(table[0], table[1], keys, 1.0), 1.0)
-    if values.dtype != np.float32:  # (float32 multipliers always give float32)
-        combined = _TwoLookups(model, table)
-    else:
-        combined = TfidfModel(model.version, model.n_docs, keys, values, model.default)
-    signer.__dict__["_weight_model"] = (model, table, combined)
-    return combined
-
-
-class _TwoLookups:
-    """`term_weights` as the plain product of two lookups (multipliers not float32)."""
-
-    def __init__(self, model: TfidfModel, table: tuple[np.ndarray, np.ndarray]) -> None:
-        self.model, self.table = model, table
-
-    def weights(self, hashes: np.ndarray) -> np.ndarray:
-        w = self.model.weights(hashes)
-        return w * np.minimum(lookup(self.table[0], self.table[1], hashes, 1.0), 1.0)
-
-
-# Odd multipliers that place a (document, hash) key in the table, one per round.
-_SLOT_MUL = tuple(np.uint64(m) for m in (
-    0xD1B54A32D192ED03, 0xAEF17502108EF2D9, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB,
-    0xDB4F0B9175AE2165, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3, 0x589965CC75374CC3,
-))
-_BAG_GROUP = 1 << 14  # tokens per table (2 to 4 slots a token): the table stays in L2
-
-
-def _term_bags(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
-    """Each document's distinct hashes: (first, tf).
-
-    `first`: the flat index of one token of each distinct (document, hash), ascending,
-    so grouped by document; `tf`: how many tokens of its document have that hash.
-
-    A hash table in numpy rounds rather than a sort (a sort of the batch cost more than
-    the three sketches made from it). Each document has a region of the table of its
-    own, a power of two at least twice its length, so a slot only ever holds tokens of
-    one document. In each round every unresolved token writes its index into the slot
-    its hash picks in its document's region; the slot is read back, and a token whose
-    slot holds a token with the same hash is resolved to it. All tokens of one hash
-    share a slot in every round, so the hash that won a slot is settled entirely, and
-    only hashes that lost a slot to another go on to the next round, placed anew (about
-    one token in twenty after the first round). Which token of a hash wins does not
-    matter. Groups of documents keep the table in cache.
-    """
-    hashes, offsets = batch.hashes, batch.offsets
-    lengths = batch.lengths
-    log_size = np.frexp(np.maximum(2 * lengths - 1, 1))[1]  # bit_length(2 len - 1)
-    size = np.where(lengths > 0, 1 << log_size, 0)
-    region = np.zeros(len(size) + 1, np.int64)
-    np.cumsum(size, out=region[1:])
-    shift_of = (64 - log_size).astype(np.uint64)
-    parts_first, parts_tf = [], []
-    with np.errstate(over="ignore"):
-        for d0, d1 in doc_ranges(offsets, _BAG_GROUP):
-            t0, t1 = int(offsets[d0]), int(offsets[d1])
-            if t0 == t1:
-                continue
-            g = t1 - t0
-            doc_len = lengths[d0:d1]
-            # slot = region + (hash * odd) >> (64 - log2 size): uint64 throughout
-            base = np.repeat((region[d0:d1] - region[d0]).astype(np.uint64), doc_len)
-            shift = np.repeat(shift_of[d0:d1], doc_len)
-            h = hashes[t0:t1]
-            table = np.empty(int(region[d1] - region[d0]), np.intp)
-            index = _iota(g)
-            slot = h * _SLOT_MUL[0]
-            slot >>= shift
-            slot += base
-            slot = slot.view(np.intp)
-            table[slot] = index
-            owner = table[slot]
-            todo = np.flatnonzero(np.take(h, owner) != h)
-            for r in range(1, len(_SLOT_MUL) + 1):
-                if len(todo) == 0:
-                    break
-                if r == len(_SLOT_MUL):  # hashes that lost every round (never seen): sort them
-                    doc = np.searchsorted(offsets[d0 + 1 : d1 + 1] - t0, todo, side="right")
-                    order = todo[np.lexsort((h[todo], doc))]
-                    doc = np.searchsorted(offsets[d0 + 1 : d1 + 1] - t0, order, side="right")
-                    k = h[order]
-                    new = np.flatnonzero(np.concatenate(([True], (k[1:] != k[:-1]) | (doc[1:] != doc[:-1]))))
-                    owner[order] = order[np.repeat(new, np.diff(np.append(new, len(order))))]
-                    break
-                k = h[todo]
-                slot = k * _SLOT_MUL[r]
-                slot >>= shift[todo]
-                slot += base[todo]
-                slot = slot.view(np.intp)
-                table[slot] = todo
-                won = table[slot]
-                owner[todo] = won  # right for those that match; the others go round again
-                todo = todo[np.take(h, won) != k]
-            first = np.flatnonzero(owner == index)
-            parts_tf.append(np.bincount(owner, minlength=g)[first])
-            parts_first.append(first + t0)
-    if not parts_first:
-        return np.zeros(0, np.intp), np.zeros(0, np.intp)
-    return np.concatenate(parts_first), np.concatenate(parts_tf)
 
 
 def _shingles(batch: TokenBatch, n: int) -> TokenBatch:

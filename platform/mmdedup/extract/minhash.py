@@ -212,11 +212,88 @@ def term_ids(hashes: np.ndarray, _round: int = 0) -> tuple[np.ndarray, np.ndarra
     return np.take(rank, owner), first
 
 
-# Odd multipliers placing a hash in `term_ids`' table, one per round.
+# Odd multipliers placing a hash in `term_ids`' and `term_bags`' tables, one per round.
 _SLOT_MUL = tuple(_U(m) for m in (
     0xD1B54A32D192ED03, 0xAEF17502108EF2D9, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB,
     0xDB4F0B9175AE2165, 0xE7037ED1A0B428DB, 0x8EBC6AF09C88C6E3, 0x589965CC75374CC3,
 ))
+
+
+_BAG_GROUP = 1 << 14  # tokens per table (2 to 4 slots a token): the table stays in L2
+
+
+def term_bags(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's distinct hashes: (first, tf).
+
+    `first`: the flat index of one token of each distinct (document, hash), ascending,
+    so grouped by document; `tf`: how many tokens of its document have that hash.
+
+    A hash table in numpy rounds rather than a sort (a sort of the batch cost more than
+    the three sketches made from it). Each document has a region of the table of its
+    own, a power of two at least twice its length, so a slot only ever holds tokens of
+    one document. In each round every unresolved token writes its index into the slot
+    its hash picks in its document's region; the slot is read back, and a token whose
+    slot holds a token with the same hash is resolved to it. All tokens of one hash
+    share a slot in every round, so the hash that won a slot is settled entirely, and
+    only hashes that lost a slot to another go on to the next round, placed anew (about
+    one token in twenty after the first round). Which token of a hash wins does not
+    matter. Groups of documents keep the table in cache. (`term_ids` does the same over
+    a whole batch, with the same multipliers.)
+    """
+    hashes, offsets = batch.hashes, batch.offsets
+    lengths = batch.lengths
+    log_size = np.frexp(np.maximum(2 * lengths - 1, 1))[1]  # bit_length(2 len - 1)
+    size = np.where(lengths > 0, 1 << log_size, 0)
+    region = np.zeros(len(size) + 1, np.int64)
+    np.cumsum(size, out=region[1:])
+    shift_of = (64 - log_size).astype(np.uint64)
+    parts_first, parts_tf = [], []
+    with np.errstate(over="ignore"):
+        for d0, d1 in doc_ranges(offsets, _BAG_GROUP):
+            t0, t1 = int(offsets[d0]), int(offsets[d1])
+            if t0 == t1:
+                continue
+            g = t1 - t0
+            doc_len = lengths[d0:d1]
+            # slot = region + (hash * odd) >> (64 - log2 size): uint64 throughout
+            base = np.repeat((region[d0:d1] - region[d0]).astype(np.uint64), doc_len)
+            shift = np.repeat(shift_of[d0:d1], doc_len)
+            h = hashes[t0:t1]
+            table = np.empty(int(region[d1] - region[d0]), np.intp)
+            index = _iota(g)
+            slot = h * _SLOT_MUL[0]
+            slot >>= shift
+            slot += base
+            slot = slot.view(np.intp)
+            table[slot] = index
+            owner = table[slot]
+            todo = np.flatnonzero(np.take(h, owner) != h)
+            for r in range(1, len(_SLOT_MUL) + 1):
+                if len(todo) == 0:
+                    break
+                if r == len(_SLOT_MUL):  # hashes that lost every round (never seen): sort them
+                    doc = np.searchsorted(offsets[d0 + 1 : d1 + 1] - t0, todo, side="right")
+                    order = todo[np.lexsort((h[todo], doc))]
+                    doc = np.searchsorted(offsets[d0 + 1 : d1 + 1] - t0, order, side="right")
+                    k = h[order]
+                    new = np.flatnonzero(np.concatenate(([True], (k[1:] != k[:-1]) | (doc[1:] != doc[:-1]))))
+                    owner[order] = order[np.repeat(new, np.diff(np.append(new, len(order))))]
+                    break
+                k = h[todo]
+                slot = k * _SLOT_MUL[r]
+                slot >>= shift[todo]
+                slot += base[todo]
+                slot = slot.view(np.intp)
+                table[slot] = todo
+                won = table[slot]
+                owner[todo] = won  # right for those that match; the others go round again
+                todo = todo[np.take(h, won) != k]
+            first = np.flatnonzero(owner == index)
+            parts_tf.append(np.bincount(owner, minlength=g)[first])
+            parts_first.append(first + t0)
+    if not parts_first:
+        return np.zeros(0, np.intp), np.zeros(0, np.intp)
+    return np.concatenate(parts_first), np.concatenate(parts_tf)
 
 
 _IOTA = np.zeros(0, np.intp)

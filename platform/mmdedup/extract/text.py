@@ -472,13 +472,20 @@ def is_short(text: str, tokens: Sequence[str]) -> bool:
 
 def text_shingles(text: str, tokens: Sequence[str] | None = None, *, word_n: int = 3) -> list[str]:
     """The MinHash feature set of one text: word n-grams, or character n-grams if short."""
-    cleaned = clean(text)
     if tokens is None:
         tokens = tokenize(text)
-    if is_short(cleaned, tokens):
-        chars = _compact(cleaned)
-        return char_shingles(chars, _char_n(chars))
-    return shingles(tokens, word_n)
+    chars = short_text_shingles(text, len(tokens))
+    return chars if chars is not None else shingles(tokens, word_n)
+
+
+def short_text_shingles(text: str, n_tokens: int) -> list[str] | None:
+    """The character n-grams of a text too short for word n-grams (`is_short`, given its
+    token count), or None for a text that is not short."""
+    cleaned = clean(text)
+    if not is_short(cleaned, range(n_tokens)):
+        return None
+    chars = _compact(cleaned)
+    return char_shingles(chars, _char_n(chars))
 
 
 # --------------------------------------------------------------------------------------
@@ -1110,19 +1117,11 @@ def text_shingle_hashes(
     if tokens is None:
         tokens = tokenize_many(texts)
     tokens = list(tokens)
-    cleaned = [clean(t) for t in texts]
-    short = [is_short(c, t) for c, t in zip(cleaned, tokens)]
-    long_batch = shingle_hashes([t if not s else [] for t, s in zip(tokens, short)], word_n)
-    if not any(short):
+    char_sets = [short_text_shingles(text, len(t)) for text, t in zip(texts, tokens)]
+    long_batch = shingle_hashes([t if c is None else [] for t, c in zip(tokens, char_sets)], word_n)
+    if all(c is None for c in char_sets):
         return long_batch
-    char_sets = []
-    for c, s in zip(cleaned, short):
-        if s:
-            chars = _compact(c)
-            char_sets.append(char_shingles(chars, _char_n(chars)))
-        else:
-            char_sets.append([])
-    short_batch = hash_tokens(char_sets)
+    short_batch = hash_tokens([c or [] for c in char_sets])
     # Each doc has features in exactly one of the two batches (empty in the other): splice
     # them by a stable sort on the document index.
     docs = np.concatenate([long_batch.doc_ids(), short_batch.doc_ids()])

@@ -26,7 +26,8 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from ..extract.text import TokenBatch, collapse_terms, hash_strings, lookup
+from ..extract.minhash import term_bags
+from ..extract.text import TokenBatch, hash_strings, lookup
 from ..store.db import activate_version, insert_rows
 from ..store.schema import DocFreq, ModelVersion
 
@@ -112,8 +113,9 @@ def prior_model() -> TfidfModel:
 
 def count_documents(tokens: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
     """(term hashes, number of documents holding each) over a batch of token sequences:
-    each document's distinct terms in one sort over the batch, not a unique per document."""
-    return np.unique(collapse_terms(tokens).hashes, return_counts=True)
+    each document's distinct terms from one hash table over the batch (`term_bags`), not
+    a unique per document."""
+    return np.unique(tokens.hashes[term_bags(tokens)[0]], return_counts=True)
 
 
 def merge_counts(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
