@@ -20,7 +20,7 @@ from conftest import write_manifest
 from mmdedup import Platform
 from mmdedup.report import (MARK_COLOUR, TIER_COLOURS, display_tokens, marked_html,
                             shared_spans)
-from test_video import _rgb, clip, encode, photos  # noqa: F401  (clip makers and the photo fixture)
+from test_video import photos, write_clip_and_trimmed_copy  # noqa: F401  (the photo fixture)
 
 P1 = ("The city council approved the new harbour bridge on Tuesday after a long debate about "
       "its cost and the traffic it would bring to the old town.")
@@ -43,9 +43,7 @@ CONFIG = "tier_strong = 0.97\ntier_medium = 0.6\ntier_weak = 0.5\n"
 @pytest.fixture(scope="module")
 def clips(tmp_path_factory, photos):  # noqa: F811
     folder = tmp_path_factory.mktemp("clips")
-    frames = clip(photos["astronaut"], photos["coffee"])
-    encode(frames, path=folder / "orig.mp4")
-    encode(frames[12:], path=folder / "trimmed.mp4", bit_rate=80_000)
+    write_clip_and_trimmed_copy(folder, photos)
     return folder
 
 

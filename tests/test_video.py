@@ -84,6 +84,15 @@ def encode(frames: list[np.ndarray], *, fps: int = FPS, codec: str = "libx264",
     return target.getvalue()
 
 
+def write_clip_and_trimmed_copy(folder, photos) -> list[np.ndarray]:
+    """orig.mp4 (astronaut then coffee) and trimmed.mp4 (its first half second cut,
+    re-encoded at a low bit rate) in `folder`; returns the original's frames."""
+    frames = clip(photos["astronaut"], photos["coffee"])
+    encode(frames, path=folder / "orig.mp4")
+    encode(frames[12:], path=folder / "trimmed.mp4", bit_rate=80_000)
+    return frames
+
+
 @pytest.fixture(scope="module")
 def photos():
     return {"astronaut": _rgb(data.astronaut()), "coffee": _rgb(data.coffee()),

@@ -10,15 +10,14 @@ import pytest
 
 from mmdedup import Platform
 
-from test_video import _audio, clip, encode, photos  # noqa: F401  (clip makers and the photo fixture)
+from test_video import (  # noqa: F401  (clip makers and the photo fixture)
+    _audio, clip, encode, photos, write_clip_and_trimmed_copy)
 
 
 @pytest.fixture(scope="module")
 def videos(tmp_path_factory, photos):  # noqa: F811
     folder = tmp_path_factory.mktemp("videos")
-    frames = clip(photos["astronaut"], photos["coffee"])
-    encode(frames, path=folder / "orig.mp4")
-    encode(frames[12:], path=folder / "trimmed.mp4", bit_rate=80_000)
+    frames = write_clip_and_trimmed_copy(folder, photos)
     encode([np.ascontiguousarray(f[:, ::-1]) for f in frames], path=folder / "mirrored.mp4")
     encode(clip(photos["rocket"], photos["chelsea"]), path=folder / "other.mp4")
     whole = (folder / "orig.mp4").read_bytes()

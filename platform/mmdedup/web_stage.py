@@ -21,7 +21,7 @@ from .extract.minhash import jaccard
 from .extract.web import DOM_VERSION, BlockStats, block_hashes, dom_sketch, drop_repeated
 from .items import LoadedItem
 from .score.pairs import SignalValues
-from .store.db import add_counts, load_signatures, replace_signatures
+from .store.db import add_counts, load_signatures, replace_signatures, select_in
 from .store.schema import Item, WebBlock, WebSite
 
 DOM_KIND = "dom"
@@ -73,12 +73,11 @@ class WebStage:
                    [{"site": site, "block_hash": signed[h], "pages": n} for h, n in per_block.items()])
         stats = BlockStats()
         stats.pages[site] = session.scalar(select(WebSite.pages).where(WebSite.site == site)) or 0
-        wanted = list(signed.values())
         counts: Counter = Counter()
-        for start in range(0, len(wanted), 5000):
-            for block_hash, pages in session.execute(select(WebBlock.block_hash, WebBlock.pages).where(
-                    WebBlock.site == site, WebBlock.block_hash.in_(wanted[start:start + 5000]))):
-                counts[int(np.int64(block_hash).view(np.uint64))] = pages
+        for block_hash, pages in select_in(session, "SELECT block_hash, pages FROM web_blocks "
+                                           "WHERE site = {p} AND block_hash IN ({values})",
+                                           list(signed.values()), (site,)):
+            counts[int(np.int64(block_hash).view(np.uint64))] = pages
         stats.freq[site] = counts
         return stats
 
