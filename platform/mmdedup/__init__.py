@@ -7,8 +7,8 @@
 """
 
 from .api import Platform
-from .ingest import IngestReport
-from .items import InputError, Item
+from .pipeline.ingest import IngestReport
+from .input.items import InputError, Item
 
 __all__ = ["Platform", "Item", "IngestReport", "InputError"]
 __version__ = "0.1.0"

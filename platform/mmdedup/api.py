@@ -1,8 +1,9 @@
 """Platform: the one facade the CLI, the scripts and Python users call.
 
-Results are plain dicts and lists in the shapes of the documented file formats (a pairs
-line, a clusters line), so what a script reads from `mmdedup pairs --format jsonl` and what
-it gets from `Platform.pairs()` are the same thing.
+Results are typed (results.py: `Pair`, `Cluster`, `Match`) and their `as_dict()` is the
+documented line, so what a script reads from `mmdedup pairs --format jsonl` and what it
+gets from `Platform.pairs()` are the same thing. Every signal comes from the registry
+(signals/registry.py): nothing here names one.
 """
 
 from __future__ import annotations
@@ -11,64 +12,43 @@ import getpass
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterable
+from typing import IO, Any, Iterable, Sequence
 
-import numpy as np
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from .clip_stage import ClipStage
 from .config import DEFAULT_HOME, Settings, load_settings, tiers_at_least
-from .extract.image import image_codes
-from .extract.text import text_hash
-from .extract.video import VideoError, video_frames
 from .extract.web import extract_page
-from .image_stage import ImageStage, image_signal
-from .ingest import IngestReport, run_ingest
-from .items import (
-    Item,
-    count_manifest_lines,
-    folder_files,
-    read_folder,
-    read_items,
-    read_manifest,
-)
+from .input.items import Item, probe_item
+from .input.sources import count_manifest_lines, folder_files, read_folder, read_items, read_manifest
+from .learn.retrain import Job, LockBusy, RetrainReport, active_fusion, with_fusion  # noqa: F401
+from .pipeline.ingest import IngestReport, run_ingest
+from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
+from .results import Cluster, Match, Pair, UnknownItem
 from .learn import feedback
 from .learn.feedback import DECISIONS, ImportReport, ReviewSession  # noqa: F401  (DECISIONS re-exported)
-from .learn.retrain import Job, LockBusy, RetrainReport, active_fusion, with_fusion  # noqa: F401
-from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
 from .score.cluster import accepted_edges, components
-from .score.fusion import fuse
-from .score.pairs import SignalFn, pair_signals, score_pairs
-from .semantic_stage import SemanticStage
+from .signals import registry
+from .signals.base import Signal
+from .signals.scorer import PairScorer, fusion_of
+from .store import queries
 from .store.db import open_store, resolve_url
-from .store.schema import Asset, Failure, IngestRun, Label, Pair, Signature
-from .store.schema import Item as ItemRow
-from .text_stage import TextStage
-from .video_stage import VideoStage, video_signal
-from .web_stage import WebStage, dom_signal
-
-SIGNAL_NAMES = ("text", "image", "video", "dom")
 
 
 class Platform:
     """A store of items and their duplicate relations, opened on one database."""
 
     def __init__(self, home: Path, url: str, sessions: sessionmaker[Session],
-                 settings: Settings) -> None:
+                 settings: Settings, signals: Iterable[type[Signal]] | None = None) -> None:
         self.home = home
         self.url = url
         self.sessions = sessions
-        self.configured = settings  # as configured; `settings` adds the fitted fusion model
+        self._configured = settings  # as configured; `settings` adds the fitted fusion model
         self.settings = settings
+        self._signals = [kind(home, sessions, settings) for kind in (signals or registry.SIGNALS)]
+        self._scorer = PairScorer(self._signals, settings)
+        for signal in self._signals:
+            signal.rescore = self._scorer
         self._load_fusion()
-        self.web = WebStage(settings)
-        self.image = ImageStage(home, sessions, settings)
-        self.video = VideoStage(home, sessions, settings)
-        self.clip = ClipStage(home, sessions, settings)
-        self.semantic = SemanticStage(home, sessions, settings)
-        self.text = TextStage(home, sessions, settings)
-        self.text.scorer = self._score
 
     @classmethod
     def open(cls, home: str | Path | None = None, db_url: str | None = None) -> Platform:
@@ -80,7 +60,7 @@ class Platform:
         home_path = Path(home or os.environ.get("MMDEDUP_HOME") or DEFAULT_HOME)
         home_path.mkdir(parents=True, exist_ok=True)
         url = resolve_url(home_path, db_url or os.environ.get("MMDEDUP_DATABASE_URL"))
-        return cls(home_path, url, open_store(url), load_settings(home_path))
+        return cls(home_path, url, open_store(url), load_settings(home_path, registry.settings_types()))
 
     def close(self) -> None:
         self.sessions.kw["bind"].dispose()
@@ -125,31 +105,30 @@ class Platform:
         return self._run(read_items(items), source_name, Path(root) if root else None,
                          len(items), progress, workers)
 
+    def signal(self, name: str) -> Signal:
+        """The signal of that name (signals/registry.py lists them)."""
+        for signal in self._signals:
+            if signal.name == name:
+                return signal
+        raise KeyError(f"no signal named {name!r}; known: {', '.join(s.name for s in self._signals)}")
+
     def _run(self, entries: Iterable, source: str, root: Path | None, total: int,
              progress: bool, workers: int) -> IngestReport:
-        self.text.follow_active()
+        for signal in self._signals:
+            signal.follow_active()
         self._load_fusion()
-        self.text.catch_up()
+        for signal in self._signals:
+            signal.catch_up()
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
-                          stages=[self.web, self.image, self.clip, self.video, self.semantic,
-                                  self.text],
-                          scorer=self._score, workers=workers)
-
-    def _signal_fns(self) -> dict[str, SignalFn]:
-        return {"text": self.text.signal(), "image": image_signal(self.settings),
-                "video": video_signal(self.video), "clip": self.clip.signal(),
-                "semantic": self.semantic.signal(), "dom": dom_signal}
-
-    def _score(self, session: Session, pairs: np.ndarray) -> int:
-        """Score candidate pairs with every signal and write them."""
-        return score_pairs(session, pairs, self._signal_fns(), self.settings,
-                           self.text.signer.version)
+                          signals=self._signals, scorer=self._scorer, workers=workers,
+                          keep_pixels=any(s.wants_pixels() for s in self._signals))
 
     def _load_fusion(self) -> None:
         """Fusion weights and tiers: the retrained model in force, else the configured."""
         with self.sessions() as session:
-            self.settings = with_fusion(self.configured, active_fusion(session))
+            self.settings = with_fusion(self._configured, active_fusion(session), registry.settings_types())
+        self._scorer.settings = self.settings
 
     # --- learning ----------------------------------------------------------------------
 
@@ -157,9 +136,8 @@ class Platform:
         """Retrain TF-IDF, word weights and fusion from the store and the labels (or roll
         the last retrain back), re-sign and re-score what changed; one run at a time
         across every process on this store (`LockBusy` after `wait_seconds`)."""
-        job = Job(self.sessions, self.configured, self.text,
-                  lambda session, pairs: pair_signals(session, pairs, self._signal_fns()),
-                  self._score, self._load_fusion)
+        job = Job(self.sessions, self._configured, self.signal("text"), self._scorer,
+                  fusion_of(self._signals, self._configured), self._load_fusion)
         return job.rollback(wait_seconds) if rollback else job.run(wait_seconds)
 
     # --- queries -----------------------------------------------------------------------
@@ -167,12 +145,12 @@ class Platform:
     def query(self, text: str | None = None, *, image: str | Path | bytes | None = None,
               video: str | Path | bytes | None = None, html: str | Path | bytes | None = None,
               k: int = 10, min_score: float = 0.0, meta: dict[str, Any] | None = None,
-              since: datetime | None = None, until: datetime | None = None) -> list[dict[str, Any]]:
+              since: datetime | None = None, until: datetime | None = None) -> list[Match]:
         """The stored items nearest to a text, a picture or a page (or several at once),
-        best first, without ingesting anything: [{"id", "score", "signals", "details"}].
-        Each given modality is scored against the stored items' same signal and the
-        per-signal scores are fused as for pairs. Where CLIP is on, a text also searches the
-        pictures and video keyframes through CLIP's text tower (signal `clip_text`, detail
+        best first, without ingesting anything. The probe is loaded as an item would be,
+        every signal that has its medium searches its index, and the per-signal scores
+        are fused as for pairs. Where CLIP is on, a text also searches the pictures and
+        video keyframes through CLIP's text tower (signal `clip_text`, detail
         `clip_text_cosine`). `meta` keeps items whose meta has those values;
         `since`/`until` keep items ingested in that window."""
         if html is not None:
@@ -183,70 +161,48 @@ class Platform:
             raise ValueError("the query text is empty")
         if text is None and image is None and video is None:
             raise ValueError("give a text, an image, a video or a page to query with")
+        probe = probe_item(text, None if image is None else _read(image),
+                           None if video is None else _read(video), self.settings,
+                           keep_pixels=(image is not None or video is not None)
+                           and any(s.wants_pixels() for s in self._signals))
         signals: dict[int, dict[str, float]] = {}
         details: dict[int, dict[str, float]] = {}
-        if text is not None:
-            for pk, sims in self.text.query([text])[0].items():
-                signals.setdefault(pk, {})["text"] = sims.pop("text")
-                details[pk] = sims
-            with self.sessions() as session:
-                for pk in session.scalars(select(ItemRow.pk).where(ItemRow.text_hash == text_hash(text))):
-                    signals.setdefault(pk, {})["text"] = 1.0
-                    details.pop(pk, None)
-            # Where CLIP is on: the pictures and keyframes the text describes (text tower).
-            for pk, (score, cosine) in self.clip.query_text(text).items():
-                signals.setdefault(pk, {})["clip_text"] = score
-                details.setdefault(pk, {})["clip_text_cosine"] = cosine
-        if image is not None:
-            codes = image_codes([_read(image)], self.settings.max_image_pixels)
-            if codes.errors[0] is not None:
-                raise ValueError(f"the query image cannot be read: {codes.errors[0]}")
-            for pk, score in self.image.query(codes).items():
-                signals.setdefault(pk, {})["image"] = score
-        if video is not None:
-            try:
-                frames = video_frames(_read(video), max_seconds=self.settings.max_video_seconds)
-            except VideoError as exc:
-                raise ValueError(f"the query video cannot be read: {exc}") from exc
-            for pk, score in self.video.query(frames).items():
-                signals.setdefault(pk, {})["video"] = score
-        weights = {**self.settings.fusion_weights, "clip_text": self.settings.clip_text_weight}
-        scored = sorted(((fuse(sig, weights), pk) for pk, sig in signals.items()),
+        weights: dict[str, float] = {}
+        for signal in self._signals:
+            weights.update(signal.query_weights())
+            for name, found in signal.queries(probe).items():
+                for pk, (score, figures) in found.items():
+                    signals.setdefault(pk, {})[name] = score
+                    details.setdefault(pk, {}).update(figures)
+        fusion = fusion_of(self._signals, self.settings)
+        fusion = fusion.with_weights({**weights, **fusion.weights})
+        scored = sorted(((fusion.fuse(sig), pk) for pk, sig in signals.items()),
                         key=lambda sp: (-sp[0], sp[1]))
         scored = [(score, pk) for score, pk in scored if score >= min_score]
         with self.sessions() as session:
-            rows = {r.pk: r for r in session.execute(select(
-                ItemRow.pk, ItemRow.id, ItemRow.meta, ItemRow.created_at).where(
-                ItemRow.pk.in_([pk for _, pk in scored])))}
+            rows = queries.items_by_pk(session, [pk for _, pk in scored])
         keep = [(score, pk) for score, pk in scored if _passes(rows[pk], meta, since, until)][:k]
-        return [{"id": rows[pk].id, "score": round(score, 4),
-                 "signals": {name: round(v, 4) for name, v in signals[pk].items()},
-                 "details": {key: round(v, 4) for key, v in details.get(pk, {}).items()}}
-                for score, pk in keep]
+        return [Match(rows[pk].id, score, signals[pk], details.get(pk, {})) for score, pk in keep]
 
     # --- results -----------------------------------------------------------------------
 
-    def pairs(self, min_tier: str = "weak") -> list[dict[str, Any]]:
-        """Scored pairs at or above `min_tier`, best first, as pairs-file lines."""
+    def pairs(self, min_tier: str = "weak") -> list[Pair]:
+        """Scored pairs at or above `min_tier`, best first."""
         tiers = tiers_at_least(min_tier)
+        listed = registry.listed_names()
         with self.sessions() as session:
-            ids = self._ids(session)
-            rows = session.scalars(
-                select(Pair).where(Pair.tier.in_(tiers)).order_by(Pair.score.desc(), Pair.a_pk, Pair.b_pk)
-            ).all()
-            return [_pair_dict(p, ids) for p in rows]
+            ids = queries.item_ids(session)
+            return [pair_of(row, ids, listed) for row in queries.pairs_in_tiers(session, tiers)]
 
-    def clusters(self) -> list[dict[str, Any]]:
+    def clusters(self) -> list[Cluster]:
         """Duplicate groups; the canonical member is the earliest ingested."""
         with self.sessions() as session:
-            ids = self._ids(session)
-            edges = accepted_edges(
-                session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier, Pair.signals)).all(),
-                feedback.decisions_in_force(session), self.settings.tier_weak,
-            )
-        groups = components(edges)
+            ids = queries.item_ids(session)
+            edges = accepted_edges(queries.pair_edges(session), feedback.decisions_in_force(session),
+                                   self.settings.tier_weak,
+                                   [s.name for s in self._signals if s.medium])
         # pks grow in ingest order, so the smallest pk is the earliest ingested item.
-        return [{"canonical": ids[g[0]], "members": [ids[pk] for pk in g]} for g in groups]
+        return [Cluster(ids[g[0]], [ids[pk] for pk in g]) for g in components(edges)]
 
     def label(self, a: str, b: str, duplicate: bool | None = None, reviewer: str | None = None,
               *, decision: str | None = None) -> None:
@@ -297,35 +253,17 @@ class Platform:
 
     def failures(self, include_resolved: bool = False) -> list[dict[str, Any]]:
         """Inputs that failed, with their reason; open ones only unless asked."""
-        query = select(Failure).order_by(Failure.pk)
-        if not include_resolved:
-            query = query.where(Failure.resolved_at.is_(None))
         with self.sessions() as session:
             return [
                 {"source": f.source, "key": f.key, "id": f.item_id, "reason": f.reason,
                  "detail": f.detail, "at": f.created_at.isoformat(),
                  "resolved": f.resolved_at is not None}
-                for f in session.scalars(query)
+                for f in queries.failures(session, include_resolved)
             ]
 
     def stats(self) -> dict[str, Any]:
-        def counts(session: Session, column: Any, *where: Any) -> dict[str, int]:
-            query = select(column, func.count()).group_by(column)
-            for clause in where:
-                query = query.where(clause)
-            return {str(k): v for k, v in session.execute(query).all()}
-
         with self.sessions() as session:
-            return {
-                "items": session.scalar(select(func.count()).select_from(ItemRow)) or 0,
-                "assets": counts(session, Asset.role),
-                "signatures": counts(session, Signature.kind),
-                "pairs": counts(session, Pair.tier),
-                "labels": counts(session, Label.decision),
-                "open_failures": counts(session, Failure.reason, Failure.resolved_at.is_(None)),
-                "ingest_runs": counts(session, IngestRun.status),
-                "clusters": len(self.clusters()),
-            }
+            return {**queries.counts(session), "clusters": len(self.clusters())}
 
     def report(self, out: str | Path, *, max_pairs: int = DEFAULT_MAX_PAIRS,
                max_clusters: int = DEFAULT_MAX_CLUSTERS,
@@ -333,14 +271,8 @@ class Platform:
         """Write a self-contained HTML report (summary, score histogram per tier, clusters,
         the review queue with texts side by side) to `out`; returns its summary. `root`
         resolves relative picture and video paths of items ingested from Python."""
-        return write_report(Path(out), self.sessions, self.settings, self.clusters(),
+        return write_report(Path(out), self.sessions, self.settings, [c.as_dict() for c in self.clusters()],
                             max_pairs=max_pairs, max_clusters=max_clusters, root=root)
-
-    # --- helpers -----------------------------------------------------------------------
-
-    @staticmethod
-    def _ids(session: Session) -> dict[int, str]:
-        return dict(session.execute(select(ItemRow.pk, ItemRow.id)).all())
 
 
 def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,
@@ -373,14 +305,13 @@ def default_reviewer() -> str:
         return "unknown"
 
 
-def _pair_dict(pair: Pair, ids: dict[int, str]) -> dict[str, Any]:
-    signals = {name: pair.signals.get(name) for name in SIGNAL_NAMES}
-    signals.update({k: v for k, v in pair.signals.items() if k not in signals})
-    out = {"a": ids[pair.a_pk], "b": ids[pair.b_pk], "score": round(pair.score, 4),
-           "tier": pair.tier, "kind": pair.kind, "signals": signals}
-    if pair.details:
-        out["details"] = pair.details
-    return out
+def pair_of(row: Any, ids: dict[int, str], listed: Sequence[str]) -> Pair:
+    """A stored pair as a result: the listed signals always (None where absent), then the
+    others it has."""
+    signals = {name: row.signals.get(name) for name in listed}
+    signals.update({k: v for k, v in row.signals.items() if k not in signals})
+    return Pair(ids[row.a_pk], ids[row.b_pk], row.score, row.tier, row.kind, signals,
+                dict(row.details or {}))
 
 
-__all__ = ["Platform", "Item", "IngestReport"]
+__all__ = ["Platform", "Item", "IngestReport", "Pair", "Cluster", "Match", "UnknownItem"]

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from .api import DECISIONS, SIGNAL_NAMES, LockBusy, Platform
+from .api import DECISIONS, LockBusy, Platform, UnknownItem
+from .signals.registry import listed_names
 from .config import TIERS
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 
@@ -123,8 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with Platform.open(args.home, args.db) as platform:
             return COMMANDS[args.command](platform, args)
-    except (KeyError, ValueError, FileNotFoundError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+    except (UnknownItem, ValueError, FileNotFoundError) as exc:
+        message = exc
         print(f"mmdedup: error: {message}", file=sys.stderr)
         return 2
 
@@ -139,24 +140,25 @@ def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_pairs(platform: Platform, args: argparse.Namespace) -> int:
-    pairs = platform.pairs(args.min_tier)
+    pairs = [p.as_dict() for p in platform.pairs(args.min_tier)]
+    names = listed_names()
     if args.format == "jsonl":
         _jsonl(pairs)
     elif args.format == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(["a", "b", "score", "tier", "kind", *SIGNAL_NAMES])
+        writer.writerow(["a", "b", "score", "tier", "kind", *names])
         for p in pairs:
             writer.writerow([p["a"], p["b"], p["score"], p["tier"], p["kind"],
-                             *("" if p["signals"][s] is None else p["signals"][s] for s in SIGNAL_NAMES)])
+                             *("" if p["signals"][s] is None else p["signals"][s] for s in names)])
     else:
-        _table(["a", "b", "score", "tier", "kind", *SIGNAL_NAMES],
+        _table(["a", "b", "score", "tier", "kind", *names],
                [[p["a"], p["b"], f"{p['score']:.3f}", p["tier"], p["kind"],
-                 *_fmt_signals(p["signals"])] for p in pairs], f"{len(pairs)} pairs")
+                 *_fmt_signals(p["signals"], names)] for p in pairs], f"{len(pairs)} pairs")
     return 0
 
 
 def cmd_clusters(platform: Platform, args: argparse.Namespace) -> int:
-    clusters = platform.clusters()
+    clusters = [c.as_dict() for c in platform.clusters()]
     if args.format == "jsonl":
         _jsonl(clusters)
     else:
@@ -223,14 +225,15 @@ def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
     meta = dict(item.split("=", 1) for item in args.meta if "=" in item)
     if len(meta) != len(args.meta):
         raise ValueError("--meta takes KEY=VALUE")
-    results = platform.query(args.text, image=args.image, video=args.video, html=args.html, k=args.k,
-                             min_score=args.min_score, meta=meta, since=args.since, until=args.until)
+    results = [m.as_dict() for m in platform.query(args.text, image=args.image, video=args.video, html=args.html, k=args.k,
+                             min_score=args.min_score, meta=meta, since=args.since, until=args.until)]
     if args.format == "json":
         print(json.dumps(results, ensure_ascii=False))
     else:
         # query-only signals (clip_text: a text matched to pictures) get columns when present
-        extra = sorted({s for r in results for s in r["signals"] if s not in SIGNAL_NAMES})
-        names = [*SIGNAL_NAMES, *extra]
+        listed = listed_names()
+        extra = sorted({s for r in results for s in r["signals"] if s not in listed})
+        names = [*listed, *extra]
         _table(["id", "score", *names],
                [[r["id"], f"{r['score']:.3f}", *_fmt_signals(r["signals"], names)]
                 for r in results], f"{len(results)} matches")
@@ -278,7 +281,7 @@ COMMANDS = {"ingest": cmd_ingest, "pairs": cmd_pairs, "clusters": cmd_clusters,
             "review": cmd_review, "retrain": cmd_retrain}
 
 
-def _fmt_signals(signals: dict[str, Any], names: Sequence[str] = SIGNAL_NAMES) -> list[str]:
+def _fmt_signals(signals: dict[str, Any], names: Sequence[str]) -> list[str]:
     return ["-" if signals.get(s) is None else f"{signals[s]:.2f}" for s in names]
 
 

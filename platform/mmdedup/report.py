@@ -35,8 +35,9 @@ from .config import TIERS, Settings
 from .extract.image import ImageError, load_image
 from .extract.text import tokenize
 from .extract.video import VideoError, video_frames
-from .items import InputError, read_file, text_for_signals
+from .input.items import InputError, read_file, text_for_signals
 from .learn.feedback import queue_select
+from .signals import registry
 from .store.schema import Asset, Pair, utcnow
 from .store.schema import Item as ItemRow
 
@@ -488,7 +489,8 @@ def _cut_note(text: str) -> str:
 def signals_html(pair: dict[str, Any], settings: Settings) -> str:
     """Every known signal with its calibrated score ('-' where either item lacks it) and
     the raw figures behind it: the "why" of the fused score."""
-    names = list(settings.fusion_weights) + [n for n in pair["signals"] if n not in settings.fusion_weights]
+    known = [s.name for s in registry.SIGNALS]
+    names = known + [n for n in pair["signals"] if n not in known]
     rows = []
     for name in names:
         value = pair["signals"].get(name)

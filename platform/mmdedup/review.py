@@ -31,7 +31,8 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from .api import SIGNAL_NAMES, Platform, default_reviewer
+from .api import Platform, default_reviewer
+from .signals.registry import listed_names
 from .learn.feedback import PairView, ReviewSession
 from .report import display_tokens
 
@@ -154,7 +155,8 @@ def screen(view: PairView, reviewer: str, left: int, labelled: int, message: str
         sides.add_row(*(Text(_assets(v["assets"], shown_assets), style="dim")
                         for v in (view.a, view.b)))
 
-    names = [n for n in SIGNAL_NAMES] + sorted(k for k in view.signals if k not in SIGNAL_NAMES)
+    listed = listed_names()
+    names = [*listed] + sorted(k for k in view.signals if k not in listed)
     scores = Table(box=box.SIMPLE_HEAD, padding=(0, 1), show_edge=False)
     for name in names:
         scores.add_column(name, justify="right")

@@ -43,7 +43,7 @@ import numpy as np
 import scipy.fftpack
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ..config import Settings
+# TEMP
 from .simhash import hamming
 
 # Decoding limits. The ingest passes Settings.max_image_pixels; this default is the same.
@@ -92,9 +92,9 @@ PIL_DIHEDRAL = (
 # watermarks within 12. So 8 bits is strong (merged), 12 medium (review), 13 weak, and
 # 14, where different photos begin, is under every tier.
 # Distance -> score and the match radius are settings (config.py); these are their defaults.
-IMAGE_CALIBRATION = Settings.image_calibration
+IMAGE_CALIBRATION = ((0.0, 1.0), (4.0, 0.95), (8.0, 0.9), (12.0, 0.8), (14.0, 0.6), (24.0, 0.2), (32.0, 0.0))  # TEMP
 # Distances at or under this are image duplicates in the bench's precision/recall tables.
-MATCH_DISTANCE = Settings.image_radius
+MATCH_DISTANCE = 12  # TEMP
 
 IMAGE_VERSION = (
     f"img1-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"

@@ -1,9 +1,9 @@
 """Index files as caches of the store.
 
 Each signal saves its indexes next to the database with a stamp (the signature version
-and how many signatures of it the store held). On open the files are used only if the
-stamp still matches the store; otherwise (a crash between a commit and a save, a newer
-model version) the caller rebuilds from the signatures table.
+and how many signatures of it the store held, signals/base.py). On open the files are
+used only if the stamp still matches the store; otherwise (a crash between a commit and a
+save, a newer model version) the caller rebuilds from the signatures table.
 """
 
 from __future__ import annotations
@@ -12,14 +12,6 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from sqlalchemy.orm import Session
-
-from ..store.db import count_signatures
-
-
-def signature_stamp(session: Session, kind: str, version: str) -> dict[str, Any]:
-    """The usual stamp: the signature version and how many signatures of it the store holds."""
-    return {"version": version, "count": count_signatures(session, kind, version)}
 
 
 def load_cached(folder: Path, name: str, stamp: dict[str, Any],

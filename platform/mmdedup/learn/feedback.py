@@ -36,7 +36,8 @@ from sqlalchemy import and_, case, delete, func, insert, or_, select, tuple_
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import TIERS, Settings
-from ..items import text_for_signals
+from ..input.items import text_for_signals
+from ..results import UnknownItem
 from ..store.db import dialect_insert
 from ..store.schema import Asset, Label, Pair, ReviewClaim, utcnow
 from ..store.schema import Item as ItemRow
@@ -72,11 +73,11 @@ def _find_pks(session: Session, ids: Iterable[str]) -> dict[str, int]:
 
 
 def item_pks(session: Session, ids: Sequence[str]) -> dict[str, int]:
-    """{id: pk} of these item ids; a KeyError naming the ones that do not exist."""
+    """{id: pk} of these item ids; `UnknownItem` naming the ones that do not exist."""
     found = _find_pks(session, ids)
     missing = [i for i in dict.fromkeys(ids) if i not in found]
     if missing:
-        raise KeyError(f"no item with id {', '.join(map(repr, missing))}")
+        raise UnknownItem(*missing)
     return found
 
 

@@ -51,7 +51,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import minimize
@@ -59,7 +59,7 @@ from scipy.special import expit
 from scipy.stats import rankdata
 
 from ..config import Settings
-from ..score.fusion import CONTENT_SIGNALS, fuse
+from ..score.fusion import Fusion, fuse
 
 Example = tuple[Mapping[str, float | None], bool]
 
@@ -115,22 +115,24 @@ class FusionModel:
         return model
 
 
-def fit_from_settings(examples: Sequence[Example], settings: Settings) -> FusionModel:
-    """fit_fusion with the defaults, tiers, minimum and prior strength of `settings`."""
-    return fit_fusion(examples, settings.fusion_weights,
+def fit_from_settings(examples: Sequence[Example], settings: Settings, fusion: Fusion) -> FusionModel:
+    """fit_fusion with the configured weights and content signals of `fusion`, and the
+    tiers, minimum and prior strength of `settings`."""
+    return fit_fusion(examples, fusion.weights,
                       (settings.tier_strong, settings.tier_medium, settings.tier_weak),
-                      min_labels=settings.fusion_min_labels,
+                      content=fusion.media, min_labels=settings.fusion_min_labels,
                       prior_strength=settings.fusion_prior_strength)
 
 
 def fit_fusion(examples: Sequence[Example], default_weights: Mapping[str, float],
-               tiers: tuple[float, float, float], *, min_labels: int = 20,
-               prior_strength: float = 4.0) -> FusionModel:
+               tiers: tuple[float, float, float], *, content: Collection[str],
+               min_labels: int = 20, prior_strength: float = 4.0) -> FusionModel:
     """Fit fusion weights and thresholds to labelled pairs (see the module docstring).
 
     `examples`: (signals, is_duplicate) with is_duplicate a bool; `tiers`: the default
     (strong, medium, weak) thresholds. Returns the defaults unchanged, fitted=False, while
-    either class has fewer than `min_labels` labels."""
+    either class has fewer than `min_labels` labels. `content`: the content signals (the
+    best of them is a floor of the fused score, see score/fusion.py)."""
     strong0, medium0, weak0 = (float(t) for t in tiers)
     if not strong0 >= medium0 >= weak0:
         raise ValueError(f"default tiers not ordered strong >= medium >= weak: {tiers}")
@@ -142,7 +144,7 @@ def fit_fusion(examples: Sequence[Example], default_weights: Mapping[str, float]
     signals, y = _clean(examples)
     n_dup, n_dis = int(y.sum()), int(len(y) - y.sum())
     old = {"strong": strong0, "medium": medium0, "weak": weak0}
-    old_scores = np.array([fuse(s, defaults) for s in signals])
+    old_scores = np.array([fuse(s, defaults, content) for s in signals])
     metrics: dict[str, Any] = {"in_sample": True, "old": _report(old_scores, y, old)}
 
     if n_dup < min_labels or n_dis < min_labels:
@@ -151,8 +153,8 @@ def fit_fusion(examples: Sequence[Example], default_weights: Mapping[str, float]
         return FusionModel(dict(defaults), strong0, medium0, weak0, n_dup, n_dis,
                            False, reason, metrics)
 
-    weights, fit_info = _fit_weights(signals, y, defaults, prior_strength)
-    scores = np.array([fuse(s, weights) for s in signals])
+    weights, fit_info = _fit_weights(signals, y, defaults, content, prior_strength)
+    scores = np.array([fuse(s, weights, content) for s in signals])
     strong, medium, weak, notes = _thresholds(scores, y, strong0, medium0, weak0)
     new = {"strong": strong, "medium": medium, "weak": weak}
     metrics["new"] = _report(scores, y, new)
@@ -192,7 +194,7 @@ def _clean(examples: Sequence[Example]) -> tuple[list[dict[str, float]], np.ndar
 
 
 def _fit_weights(signals: list[dict[str, float]], y: np.ndarray, defaults: dict[str, float],
-                 prior_strength: float) -> tuple[dict[str, float], dict[str, Any]]:
+                 content_signals: Collection[str], prior_strength: float) -> tuple[dict[str, float], dict[str, Any]]:
     keys = sorted(k for k, w in defaults.items()
                   if w > 0 and any(k in s for s in signals))
     weights = dict(defaults)
@@ -201,7 +203,7 @@ def _fit_weights(signals: list[dict[str, float]], y: np.ndarray, defaults: dict[
     x = np.array([[s.get(k, np.nan) for k in keys] for s in signals], dtype=float)
     present = ~np.isnan(x)
     xz = np.where(present, x, 0.0)
-    content = np.array([k in CONTENT_SIGNALS for k in keys])
+    content = np.array([k in content_signals for k in keys])
     best = np.where(present & content, xz, -np.inf).max(axis=1)
     best = np.where(np.isfinite(best), best, 0.0)  # fuse: best content defaults to 0
     any_present = present.any(axis=1)

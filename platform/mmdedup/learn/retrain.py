@@ -20,18 +20,22 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterator, Mapping, Protocol
 
 import numpy as np
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..config import Settings
-from ..items import text_for_signals
-from ..score.pairs import EXACT_VERSION
+from ..config import Settings, SignalSettings
+from ..input.items import text_for_signals
+from ..score.fusion import Fusion
+from ..signals.text import WORDS_KIND, load_word_weights
 from ..store.db import activate_version
-from ..store.schema import Item, JobLock, ModelVersion, Pair, utcnow
+from ..store.items import texts_of
+from ..store.models import active_row, active_version
+from ..store.pairs import pair_tiers, scored_pair_keys
+from ..store.schema import JobLock, ModelVersion, utcnow
 from . import weights as word_weights
 from .feedback import decisions_in_force
 from .fusion_fit import FusionModel, fit_from_settings
@@ -147,30 +151,30 @@ def _try_lock(sessions: sessionmaker[Session], name: str, holder: str, ttl: time
 # --- models in force -------------------------------------------------------------------
 
 
-def active_version(session: Session, kind: str) -> str | None:
-    return session.scalar(select(ModelVersion.version).where(ModelVersion.kind == kind,
-                                                             ModelVersion.active.is_(True)))
-
-
 def active_fusion(session: Session) -> FusionModel | None:
-    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == FUSION_KIND,
-                                                    ModelVersion.active.is_(True)))
+    row = active_row(session, FUSION_KIND)
     return FusionModel.from_params(row.params) if row is not None else None
 
 
-def with_fusion(settings: Settings, model: FusionModel | None) -> Settings:
-    """The settings scoring runs with: the fitted weights and tiers where a fit exists."""
+def with_fusion(settings: Settings, model: FusionModel | None,
+                kinds: Mapping[str, type[SignalSettings]]) -> Settings:
+    """The settings scoring runs with: the fitted weights and tiers where a fit exists
+    (`kinds`: each signal's settings class, by name)."""
     if model is None or not model.fitted:
         return settings
-    return replace(settings, fusion_weights=dict(model.weights), tier_strong=model.strong,
+    return replace(settings.with_weights(model.weights, kinds), tier_strong=model.strong,
                    tier_medium=model.medium, tier_weak=model.weak)
 
 
 # --- the job ---------------------------------------------------------------------------
 
 
-Rescore = Callable[[Session, np.ndarray], int]
-Signals = Callable[[Session, np.ndarray], list[dict[str, float]]]
+class Scorer(Protocol):
+    """Scores pairs with the models in force: writing them (call) or not (signals_of)."""
+
+    def __call__(self, session: Session, pairs: np.ndarray) -> int: ...
+
+    def signals_of(self, session: Session, pairs: np.ndarray) -> list[dict[str, float]]: ...
 
 
 @dataclass
@@ -178,8 +182,8 @@ class Job:
     sessions: sessionmaker[Session]
     settings: Settings  # as configured (not the fitted fusion)
     text: TextModels
-    signals: Signals  # every signal's score of pairs, without writing
-    rescore: Rescore  # score pairs with the models in force and write them
+    scorer: Scorer
+    fusion: Fusion  # the configured weights: the prior of a fit
     on_models_changed: Callable[[], None]  # the caller re-reads the fusion model
 
     def run(self, wait_seconds: float = 0.0) -> RetrainReport:
@@ -195,8 +199,8 @@ class Job:
     def _retrain(self) -> RetrainReport:
         report = RetrainReport()
         with self.sessions() as session:
-            before = {k: active_version(session, k) for k in ("tfidf", word_weights.KIND, FUSION_KIND)}
-            old_words = word_weights.active(session)
+            before = {k: active_version(session, k) for k in ("tfidf", WORDS_KIND, FUSION_KIND)}
+            old_words = load_word_weights(session)
         tiers_before = self._tiers()
 
         keys, df, n_docs = self.text.count_frequencies()
@@ -211,7 +215,7 @@ class Job:
                 word_weights.activate(session, new_words, {"labels": dict(report.labels)})
         self._apply(report)  # new text models first: fusion is fitted on their scores
 
-        fusion = fit_from_settings(self._labelled_signals(), self.settings)
+        fusion = fit_from_settings(self._labelled_signals(), self.settings, self.fusion)
         report.fusion = {"reason": fusion.reason, **fusion.metrics}
         with self.sessions.begin() as session:
             activate_version(session, FUSION_KIND, fusion.version if fusion.fitted else None,
@@ -257,12 +261,8 @@ class Job:
         with self.sessions() as session:
             decisions = decisions_in_force(session)
             pks = sorted({pk for pair in decisions for pk in pair})
-            texts: dict[int, str] = {}
-            for start in range(0, len(pks), 5000):
-                for pk, title, text, page in session.execute(
-                        select(Item.pk, Item.title, Item.text, Item.page_text)
-                        .where(Item.pk.in_(pks[start:start + 5000]))):
-                    texts[pk] = text_for_signals(title, text, page)
+            texts = {pk: text_for_signals(title, text, page)
+                     for pk, title, text, page in texts_of(session, pks)}
         return [(texts[a], texts[b], d == "duplicate") for (a, b), d in sorted(decisions.items())
                 if texts.get(a, "").strip() and texts.get(b, "").strip()]
 
@@ -270,24 +270,22 @@ class Job:
         with self.sessions() as session:
             decisions = decisions_in_force(session)
             pairs = np.array(sorted(decisions), np.int64).reshape(-1, 2)
-            values = self.signals(session, pairs)
+            values = self.scorer.signals_of(session, pairs)
         return [(v, decisions[(int(a), int(b))] == "duplicate")
                 for (a, b), v in zip(pairs.tolist(), values) if v]
 
     def _rescore_all(self) -> int:
         """Score every stored scored pair again (exact pairs never change)."""
         with self.sessions() as session:
-            pairs = np.array(session.execute(select(Pair.a_pk, Pair.b_pk).where(
-                Pair.model_version != EXACT_VERSION).order_by(Pair.a_pk, Pair.b_pk)).all(),
-                np.int64).reshape(-1, 2)
+            pairs = scored_pair_keys(session)
         for start in range(0, len(pairs), 5000):
             with self.sessions.begin() as session:
-                self.rescore(session, pairs[start:start + 5000])
+                self.scorer(session, pairs[start:start + 5000])
         return len(pairs)
 
     def _tiers(self) -> dict[tuple[int, int], str]:
         with self.sessions() as session:
-            return {(a, b): t for a, b, t in session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier))}
+            return pair_tiers(session)
 
 
 def _tier_changes(before: dict, after: dict) -> Counter[tuple[str, str]]:

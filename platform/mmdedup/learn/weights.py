@@ -34,59 +34,21 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
-from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from ..config import Settings
-from ..extract.text import hash_strings, tokenize
+from ..extract.term_weights import UNIT, WordWeights
+from ..extract.text import tokenize
 from ..store.db import activate_version
-from ..store.schema import ModelVersion, WordWeight
+from ..store.models import add_word_weights
 
 KIND = "words"
-NO_WEIGHTS = "w0"  # the version of "every multiplier is 1.0"
 _MAX_WORD = 255  # the column's width; longer tokens (no real word) are not learned
 SHARED_SHARE = 0.25  # how much a distinct pair's shared words lose, relative to one step
 FEW_WORDS = 8  # up to this many differing words, each gets a whole unit of a label
 MIN_LOG_MOVE = 0.05  # smaller moves (a word shared by one distinct pair) are not kept
-
-
-@dataclass(frozen=True)
-class WordWeights:
-    """Multipliers of the words labels moved; every other word is 1.0."""
-
-    version: str
-    words: tuple[str, ...]
-    multipliers: np.ndarray  # float32, aligned with words
-    floor: float = 0.0  # a word at the floor is dropped (multiplier 0 in `table`)
-    ceiling: float = 1.0  # a word at the ceiling weighs as much as the rest of its text
-
-    def share(self, multipliers: np.ndarray) -> np.ndarray:
-        """How decisive words are, from 0 (multiplier <= 1) to 1 (at the ceiling): the
-        part of a pair's text similarity that a word the two texts differ in takes away."""
-        if self.ceiling <= 1:
-            return np.zeros(len(multipliers))
-        return np.clip(np.log(np.maximum(multipliers, 1.0)) / np.log(self.ceiling), 0.0, 1.0)
-
-    @cached_property
-    def table(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """(sorted word hashes, multipliers), the form TextSigner looks words up in. Cached:
-        the signer and every scoring of pairs (each ingest chunk, each query) read it."""
-        if not self.words:
-            return None
-        hashes = hash_strings(list(self.words))
-        order = np.argsort(hashes)
-        m = self.multipliers[order]
-        return hashes[order], np.where(m <= self.floor * (1 + 1e-4), np.float32(0), m)
-
-    def as_dict(self) -> dict[str, float]:
-        return {w: round(float(m), 4) for w, m in zip(self.words, self.multipliers.tolist())}
-
-
-UNIT = WordWeights(NO_WEIGHTS, (), np.zeros(0, np.float32))
 
 
 def evidence(pairs: list[tuple[str, str, bool]]) -> Counter[str]:
@@ -127,27 +89,14 @@ def learn(pairs: list[tuple[str, str, bool]], settings: Settings) -> WordWeights
                         settings.word_weight_max) if words else UNIT)
 
 
-def active(session: Session) -> WordWeights:
-    row = session.scalar(select(ModelVersion).where(ModelVersion.kind == KIND,
-                                                    ModelVersion.active.is_(True)))
-    if row is None or row.version == NO_WEIGHTS:
-        return UNIT
-    rows = session.execute(select(WordWeight.word, WordWeight.weight)
-                           .where(WordWeight.model_pk == row.pk).order_by(WordWeight.word)).all()
-    return WordWeights(row.version, tuple(r[0] for r in rows),
-                       np.array([r[1] for r in rows], np.float32), float(row.params.get("floor", 0.0)),
-                       float(row.params.get("ceiling", 1.0)))
-
-
 def activate(session: Session, weights: WordWeights, params: dict | None = None) -> None:
     """Store `weights` as a version (once) and make it the active one."""
     row, created = activate_version(session, KIND, weights.version, {
         "words": len(weights.words), "floor": weights.floor, "ceiling": weights.ceiling,
         **(params or {})})
-    if created and weights.words:
-        session.execute(insert(WordWeight), [
-            {"model_pk": row.pk, "word": w, "weight": float(m)}
-            for w, m in zip(weights.words, weights.multipliers.tolist())])
+    if created:
+        add_word_weights(session, row.pk, [(w, float(m)) for w, m in
+                                           zip(weights.words, weights.multipliers.tolist())])
 
 
 def moved(old: WordWeights, new: WordWeights, top: int = 20) -> list[tuple[str, float, float]]:

@@ -8,9 +8,7 @@ union-find (path halving, union by size), linear in the number of edges.
 
 from __future__ import annotations
 
-from typing import Iterable
-
-from .fusion import CONTENT_SIGNALS
+from typing import Collection, Iterable
 
 
 def components(edges: Iterable[tuple[int, int]]) -> list[list[int]]:
@@ -44,16 +42,17 @@ def accepted_edges(
     pairs: Iterable[tuple[int, int, str | None, dict | None]],
     decisions: dict[tuple[int, int], str],
     disagree_below: float,
+    content: Collection[str],
 ) -> list[tuple[int, int]]:
     """Edges from strong pairs and confirmed labels, less those reviewers rejected.
 
     A strong pair whose items share a medium that clearly disagrees (a content signal
-    below `disagree_below`: the same picture under a different story) stays a pair of its
+    below `disagree_below`; `content` names the content signals) stays a pair of its
     kind, but joins no group: otherwise one picture re-used under story A and story A
     re-posted under another picture would chain items that share nothing into one group.
     """
     edges = {(a, b) for a, b, tier, signals in pairs
-             if tier == "strong" and not _disagrees(signals or {}, disagree_below)}
+             if tier == "strong" and not _disagrees(signals or {}, disagree_below, content)}
     for pair, decision in decisions.items():
         if decision == "duplicate":
             edges.add(pair)
@@ -62,5 +61,5 @@ def accepted_edges(
     return sorted(edges)
 
 
-def _disagrees(signals: dict, below: float) -> bool:
-    return any(v is not None and v < below for k, v in signals.items() if k in CONTENT_SIGNALS)
+def _disagrees(signals: dict, below: float, content: Collection[str]) -> bool:
+    return any(v is not None and v < below for k, v in signals.items() if k in content)

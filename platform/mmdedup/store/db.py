@@ -6,18 +6,17 @@ version; the same Alembic scripts serve the `alembic` command for operators.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Sequence
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import JSON, DateTime, Engine, create_engine, delete, event, func, select, update
+from sqlalchemy import JSON, DateTime, Engine, create_engine, event, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
-from .schema import ModelVersion, Signature, utcnow
+from .schema import ModelVersion
 
 DB_FILENAME = "mmdedup.db"
 
@@ -83,12 +82,6 @@ def open_store(url: str) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
-@contextmanager
-def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
-    with factory.begin() as session:
-        yield session
-
-
 def dialect_insert(session: Session, table: type):  # noqa: ANN201
     """INSERT into `table` as the session's database speaks it (SQLite's or PostgreSQL's),
     so that it has on_conflict_do_update."""
@@ -133,22 +126,6 @@ def activate_version(session: Session, kind: str, version: str | None,
     return row, created
 
 
-def replace_signatures(session: Session, kind: str, version: str,
-                       rows: Iterable[tuple[int, bytes]], *, fresh: bool = False) -> None:
-    """These items' signature of `kind`, whatever version they had, replaced by the given
-    (item pk, value) rows of `version`: what every stage writes at ingest and re-signing.
-    `fresh`: the items have no signatures (a stage's ingest step: new items, or changed
-    ones whose old signatures went with their old content), so nothing is deleted first."""
-    rows = [(int(pk), value) for pk, value in rows]
-    if not rows:
-        return
-    if not fresh:
-        session.execute(delete(Signature).where(Signature.kind == kind,
-                                                Signature.item_pk.in_([pk for pk, _ in rows])))
-    insert_rows(session, Signature, ("item_pk", "value"), rows,
-                {"kind": kind, "version": version, "created_at": utcnow()})
-
-
 def insert_rows(session: Session, table: type, columns: Sequence[str], rows: list[tuple],
                 constants: dict[str, object] | None = None) -> None:
     """INSERT many rows given as tuples of `columns`, plus `constants` shared by every row.
@@ -190,25 +167,6 @@ def _insert_sql(paramstyle: str, table: str, names: tuple[str, ...]) -> str:
     return f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join([mark] * len(names))})"
 
 
-def load_signatures(session: Session, kind: str, version: str,
-                    pks: list[int] | None = None) -> dict[int, bytes]:
-    """{item pk: value} of one signature kind and version, for these items (all if None);
-    signatures of any other version are never returned, so they are never compared.
-
-    Every candidate pair is scored with every signal, so this runs for thousands of pks
-    per chunk and kind: a kind the store holds none of (pictures in a text corpus) is
-    answered by one look, not a look per item."""
-    if pks is None:
-        query = select(Signature.item_pk, Signature.value).where(
-            Signature.kind == kind, Signature.version == version)
-        return dict(session.execute(query).all())
-    if not pks or (len(pks) > 16 and not session.scalar(select(Signature.item_pk).where(
-            Signature.kind == kind, Signature.version == version).limit(1))):
-        return {}
-    return dict(select_in(session, "SELECT item_pk, value FROM signatures WHERE kind = {p} "
-                                   "AND version = {p} AND item_pk IN ({values})", pks, (kind, version)))
-
-
 def select_in(session: Session, sql: str, values: Sequence, params: tuple = ()) -> list[tuple]:
     """Rows of `sql` for every one of `values`, asked in batches through the driver.
     `sql` has {p} for each of `params` and ({values}) for the batch. SQLAlchemy's
@@ -222,8 +180,3 @@ def select_in(session: Session, sql: str, values: Sequence, params: tuple = ()) 
         text = sql.format(p=mark, values=", ".join([mark] * len(part)))
         rows += conn.exec_driver_sql(text, (*params, *part)).all()
     return rows
-
-
-def count_signatures(session: Session, kind: str, version: str) -> int:
-    return session.scalar(select(func.count()).select_from(Signature).where(
-        Signature.kind == kind, Signature.version == version)) or 0

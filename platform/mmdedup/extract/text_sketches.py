@@ -1,4 +1,4 @@
-"""The text signal: signing texts, keeping their candidate indexes, scoring text pairs.
+"""Text sketches: token sequences in, SimHash and MinHash sketches out (pure).
 
 One signature row (kind "text") per item packs three sketches made from the same tokens:
 a TF-IDF weighted SimHash (Hamming candidates), a weighted MinHash over TF-IDF weighted
@@ -21,16 +21,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
-from sqlalchemy.orm import Session
 
-from .config import Settings
-from .extract.minhash import _VOCAB_MIN_TERMS, MinHash, WeightedMinHash, _iota, term_bags, term_ids
-from .extract.minhash import jaccard as minhash_jaccard
-from .extract.simhash import SIMHASH_VERSION, hamming, simhash64
-from .extract.text import (
+from .minhash import _VOCAB_MIN_TERMS, MinHash, WeightedMinHash, _iota, term_bags, term_ids
+from .minhash import jaccard as minhash_jaccard
+from .simhash import SIMHASH_VERSION, hamming, simhash64
+from .text import (
     HASH_VERSION,
     SHORT_CHARS,
     TokenBatch,
@@ -41,15 +38,8 @@ from .extract.text import (
     short_text_shingles,
     tokenizer_version,
 )
-from .index.hamming import HammingIndex
-from .index.lsh import BandLSH
-from .learn.tfidf import TfidfModel
-from .learn.weights import UNIT, WordWeights
-from .score.pairs import SignalFn, SignalValues
-from .index.cache import load_cached, save_cached
-from .store.db import count_signatures, load_signatures, replace_signatures
+from .term_weights import UNIT, TfidfModel, WordWeights
 
-KIND = "text"
 NUM_PERM = 128
 SHINGLE_N = 3
 _PACKED = 8 + 4 * NUM_PERM * 2
@@ -88,9 +78,6 @@ def tokenize_texts(texts: list[str]) -> TokenBatch:
     """Token hash sequences of a batch of texts: what the store keeps per item ("tokens"),
     so that re-weighting and re-signing never tokenise a text again."""
     return hash_texts(texts)
-
-
-TOKENS_KIND = "tokens"
 
 
 def tokens_version() -> str:
@@ -393,172 +380,3 @@ class Decisive:
                 diff = np.fromiter({w for w, _ in x ^ y}, np.uint64)
                 out[i] = self.share[np.searchsorted(self.keys, diff)].max()
         return out
-
-    def stored(self, session: Session, pks: np.ndarray) -> dict[int, frozenset[tuple[int, int]]]:
-        """The decisive words of stored items, from their token sequences."""
-        found = load_signatures(session, TOKENS_KIND, tokens_version(), np.unique(pks).tolist())
-        return {pk: self.words_in(np.frombuffer(v, np.uint64)) for pk, v in found.items()}
-
-
-def calibrate(raw: np.ndarray, settings: Settings) -> np.ndarray:
-    """Raw text similarity -> score on the common scale where tier thresholds apply."""
-    xs, ys = zip(*settings.text_calibration)
-    return np.interp(raw, xs, ys)
-
-
-# --- indexes --------------------------------------------------------------------------
-
-
-class TextIndex:
-    """The Hamming and LSH indexes over the active version's text signatures.
-
-    A cache: saved under <home>/index with the version and item count it holds, and
-    rebuilt from the signatures table whenever those disagree with the store.
-    """
-
-    def __init__(self, folder: Path, version: str, settings: Settings) -> None:
-        self.folder = folder
-        self.version = version
-        self.settings = settings
-        self.hamming = HammingIndex()
-        self.perms = min(settings.text_lsh_perms, NUM_PERM)
-        self.lsh = BandLSH(settings.text_lsh_threshold, self.perms)
-
-    @classmethod
-    def open(cls, folder: Path, version: str, settings: Settings, session: Session) -> TextIndex:
-        index = cls(folder, version, settings)
-        saved = load_cached(folder, "text", index.stamp(session),
-                            {"simhash": HammingIndex.load, "lsh": BandLSH.load})
-        if saved is None:
-            return cls.rebuild(folder, version, settings, session)
-        index.hamming, index.lsh = saved["simhash"], saved["lsh"]
-        return index
-
-    def stamp(self, session: Session) -> dict:
-        return {"version": self.version, "count": count_signatures(session, KIND, self.version),
-                "lsh": [self.lsh.bands, self.lsh.rows]}
-
-    @classmethod
-    def rebuild(cls, folder: Path, version: str, settings: Settings, session: Session) -> TextIndex:
-        index = cls(folder, version, settings)
-        pks, sk = load_sketches(session, None, version)
-        index.add(pks[~sk.empty], sk.take(~sk.empty))
-        return index
-
-    def add(self, pks: np.ndarray, sk: TextSketches) -> None:
-        self.hamming.add(pks, sk.simhash)
-        self.lsh.add(pks, sk.wminhash[:, : self.perms])
-
-    def remove(self, pks: np.ndarray) -> None:
-        self.hamming.remove(pks)
-        self.lsh.remove(pks)
-
-    def candidates(self, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, item pk) pairs from either index, deduplicated."""
-        hits = self.hamming.search(sk.simhash, self.settings.text_simhash_radius)
-        cand = self.lsh.query(sk.wminhash[:, : self.perms])
-        q = np.concatenate([hits.query, cand.query])
-        ids = np.concatenate([hits.ids, cand.ids])
-        if len(q) == 0:
-            return q, ids
-        key = np.unique(np.stack([q, ids], axis=1), axis=0)
-        return key[:, 0], key[:, 1]
-
-    def save(self, session: Session) -> None:
-        save_cached(self.folder, "text", self.stamp(session), {"simhash": self.hamming, "lsh": self.lsh})
-
-
-def load_sketches(session: Session, pks: np.ndarray | None, version: str) -> tuple[np.ndarray, TextSketches]:
-    """Stored sketches of these items (of the given version), as (pks, sketches)."""
-    found = load_signatures(session, KIND, version, None if pks is None else np.unique(pks).tolist())
-    return np.fromiter(found, np.int64, len(found)), TextSketches.unpack(list(found.values()))
-
-
-# --- the ingest step ------------------------------------------------------------------
-
-
-def store_tokens(session: Session, pks: np.ndarray, tokens: TokenBatch, *, fresh: bool = False) -> None:
-    """`fresh`: as for `replace_signatures` (items just ingested have no signatures)."""
-    replace_signatures(session, TOKENS_KIND, tokens_version(),
-                       ((pk, tokens.doc(i).tobytes()) for i, pk in enumerate(pks.tolist())), fresh=fresh)
-
-
-def sign_and_index(session: Session, pks: np.ndarray, tokens: TokenBatch,
-                   texts: Sequence[str | None] | None, signer: TextSigner,
-                   index: TextIndex, *, fresh: bool = False) -> np.ndarray:
-    """Sign items from their token sequences (and the texts of those with fewer than
-    SHORT_CHARS tokens, see `TextSigner.sign_tokens`), store the sketches, index them, and
-    return candidate pairs (n, 2) with indexed items and with each other."""
-    sk = signer.sign_tokens(tokens, texts)
-    replace_signatures(session, KIND, signer.version, ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())),
-                       fresh=fresh)
-    index.remove(pks)
-    live = ~sk.empty
-    pks, sk = pks[live], sk.take(live)
-    index.add(pks, sk)
-    q, other = index.candidates(sk)
-    return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
-
-
-def text_signal(signer: TextSigner, settings: Settings) -> SignalFn:
-    """The `text` signal of pairs, from the stored sketches of the signer's version."""
-
-    decisive = Decisive(signer.words)
-
-    def signal(session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
-        pks, sketches = load_sketches(session, np.concatenate([a, b]), signer.version)
-        pos = {pk: i for i, pk in enumerate(pks.tolist())}
-        ra = np.array([pos.get(pk, -1) for pk in a.tolist()], np.int64)
-        rb = np.array([pos.get(pk, -1) for pk in b.tolist()], np.int64)
-        have = (ra >= 0) & (rb >= 0)
-        values = np.full(len(a), np.nan)
-        details = {"wjaccard": np.zeros(len(a)), "jaccard": np.zeros(len(a)),
-                   "simhash_bits": np.zeros(len(a), np.int64)}
-        if have.any():
-            sims = similarity(sketches.take(ra[have]), sketches.take(rb[have]))
-            raw = sims["raw"]
-            if decisive:
-                words = decisive.stored(session, np.concatenate([a[have], b[have]]))
-                none = frozenset()
-                share = decisive.shares([words.get(pk, none) for pk in a[have].tolist()],
-                                        [words.get(pk, none) for pk in b[have].tolist()])
-                raw = raw * (1 - share)
-                details["decisive"] = np.zeros(len(a))
-                details["decisive"][have] = share
-            values[have] = calibrate(raw, settings)
-            for key in sims.keys() & details.keys():
-                details[key][have] = sims[key]
-        return SignalValues(values, details)
-
-    return signal
-
-
-def query_scores(session: Session, texts: list[str], signer: TextSigner, index: TextIndex,
-                 settings: Settings) -> list[dict[int, dict[str, float]]]:
-    """For each query text, {item pk: {"text": score, ...raw}} of its candidates."""
-    tokens = tokenize_texts(texts)
-    sk = signer.sign_tokens(tokens, texts)
-    q, pks = index.candidates(sk)
-    out: list[dict[int, dict[str, float]]] = [{} for _ in texts]
-    if len(q) == 0:
-        return out
-    stored_pks, stored = load_sketches(session, pks, signer.version)
-    pos = {int(pk): i for i, pk in enumerate(stored_pks.tolist())}
-    rows = np.array([pos.get(int(pk), -1) for pk in pks], np.int64)
-    ok = rows >= 0
-    q, pks, rows = q[ok], pks[ok], rows[ok]
-    sims = similarity(sk.take(q), stored.take(rows))
-    raw = sims["raw"]
-    decisive = Decisive(signer.words)
-    if decisive:
-        mine = [decisive.words_in(tokens.doc(i)) for i in range(tokens.n_docs)]
-        theirs = decisive.stored(session, pks)
-        raw = raw * (1 - decisive.shares([mine[i] for i in q.tolist()],
-                                         [theirs.get(pk, frozenset()) for pk in pks.tolist()]))
-    scores = calibrate(raw, settings)
-    for i in range(len(q)):
-        out[int(q[i])][int(pks[i])] = {"text": float(scores[i]),
-                                       "wjaccard": float(sims["wjaccard"][i]),
-                                       "jaccard": float(sims["jaccard"][i])}
-    return out
-

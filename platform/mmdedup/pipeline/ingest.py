@@ -10,24 +10,26 @@ record still fails.
 from __future__ import annotations
 
 import multiprocessing
-from collections import Counter, defaultdict, deque
+from collections import Counter, deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
-from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
-from .config import Settings
-from .items import Entry, InputError, LoadedItem, load_item
-from .score.pairs import EXACT_VERSION, candidate_pairs
-from .store.db import insert_rows, select_in
-from .store.schema import Asset, Failure, IngestRun, Item, Pair, Signature, utcnow
-from .textsig import tokenize_texts
+from ..config import Settings
+from ..extract.text_sketches import tokenize_texts
+from ..input.items import Entry, InputError, LoadedItem, load_item
+from ..score.pairs import candidate_pairs
+from ..signals.base import Signal
+from ..store import items as stored_items
+from ..store.pairs import insert_exact_pairs
+from ..store.runs import finish_run, start_run
+from ..store.schema import utcnow
 
 # Which pair signals an exact match on each part of the content sets to 1.0.
 _SIGNALS_OF_ROLE = {"text": ("text",), "html": ("text", "dom"), "image": ("image",),
@@ -64,20 +66,6 @@ class IngestReport:
 Scorer = Callable[[Session, np.ndarray], int]
 
 
-class Stage(Protocol):
-    """A signal computed at ingest. `on_chunk` runs inside the chunk's transaction with the
-    items that are new or changed, stores their signatures and returns candidate pairs
-    (an (n, 2) array of item pks, or None), which are scored with every signal in the same
-    transaction; `after_chunk` runs between transactions (model refreshes); `finish` at
-    the end."""
-
-    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None: ...
-
-    def after_chunk(self) -> None: ...
-
-    def finish(self) -> None: ...
-
-
 def run_ingest(
     factory: sessionmaker[Session],
     entries: Iterable[Entry],
@@ -87,40 +75,39 @@ def run_ingest(
     settings: Settings,
     total: int | None = None,
     progress: bool = False,
-    stages: Sequence[Stage] = (),
+    signals: Sequence[Signal] = (),
     scorer: Scorer | None = None,
     workers: int = 1,
+    keep_pixels: bool = False,
 ) -> IngestReport:
-    """`workers`: processes in all. With more than one, workers - 1 processes extract
-    (files read and checked, pages, image codes, video frames, text tokens) chunks ahead
-    of this one, which alone writes to the store; results and their order are the same
-    as with one."""
+    """Each chunk: items written, then every signal's `prepare` and `on_chunk` (its
+    signatures stored and indexed), and the candidate pairs they propose scored with every
+    signal, in the chunk's transaction. `workers`: processes in all. With more than one,
+    workers - 1 processes extract (files read and checked, pages, image codes, video
+    frames, text tokens) chunks ahead of this one, which alone writes to the store;
+    results and their order are the same as with one. `keep_pixels`: keep decoded
+    pictures and keyframes for the signals that read pixels."""
     report = IngestReport(source)
     with factory.begin() as session:
-        run = IngestRun(source=source)
-        session.add(run)
-        session.flush()
-        run_pk = run.pk
+        run_pk = start_run(session, source)
         # Keys of this source's open failures: a chunk closes those of its records (found
         # here in memory, rather than by an UPDATE over every key of every chunk).
-        open_failures = set(session.scalars(select(Failure.key).where(
-            Failure.source == source, Failure.resolved_at.is_(None))))
+        open_failures = stored_items.open_failure_keys(session, source)
     bar = tqdm(total=total, unit="item", desc="ingest", disable=not progress, leave=False)
     try:
-        for chunk, extracted in _extracted_chunks(entries, root, settings, workers):
+        for chunk, extracted in _extracted_chunks(entries, root, settings, workers, keep_pixels):
             with factory.begin() as session:
-                _write_chunk(session, run_pk, chunk, extracted, settings, report, stages, scorer,
+                _write_chunk(session, run_pk, chunk, extracted, settings, report, signals, scorer,
                              open_failures)
-            for stage in stages:
-                stage.after_chunk()
+            for signal in signals:
+                signal.after_chunk()
             bar.update(len(chunk))
     finally:
         bar.close()
-    for stage in stages:
-        stage.finish()
+    for signal in signals:
+        signal.finish()
     with factory.begin() as session:
-        session.execute(update(IngestRun).where(IngestRun.pk == run_pk).values(
-            status="done", finished_at=utcnow(), counts=report.as_dict()))
+        finish_run(session, run_pk, report.as_dict())
     return report
 
 
@@ -134,7 +121,8 @@ def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
 Extracted = list["LoadedItem | InputError"]
 
 
-def extract_entries(entries: list[Entry], root: Path | None, settings: Settings) -> Extracted:
+def extract_entries(entries: list[Entry], root: Path | None, settings: Settings,
+                    keep_pixels: bool = False) -> Extracted:
     """Load every entry (in a worker process or in this one) and tokenise the texts whose
     signal text is known before the store is consulted (not pages: their main text loses
     the lines repeated across their site, which only the store knows)."""
@@ -145,7 +133,7 @@ def extract_entries(entries: list[Entry], root: Path | None, settings: Settings)
             continue
         assert entry.item is not None
         try:
-            out.append(load_item(entry.item, root, settings))
+            out.append(load_item(entry.item, root, settings, keep_pixels=keep_pixels))
         except InputError as exc:
             out.append(exc)
     plain = [x for x in out if isinstance(x, LoadedItem) and x.page is None and x.signal_text.strip()]
@@ -157,12 +145,12 @@ def extract_entries(entries: list[Entry], root: Path | None, settings: Settings)
 
 
 def _extracted_chunks(
-    entries: Iterable[Entry], root: Path | None, settings: Settings, workers: int
+    entries: Iterable[Entry], root: Path | None, settings: Settings, workers: int, keep_pixels: bool
 ) -> Iterator[tuple[list[Entry], Extracted]]:
     chunks = _chunks(entries, settings.ingest_chunk)
     if workers <= 1:
         for chunk in chunks:
-            yield chunk, extract_entries(chunk, root, settings)
+            yield chunk, extract_entries(chunk, root, settings, keep_pixels)
         return
     # Spawned, not forked: the parent may hold threads (torch, FAISS) and open database
     # connections that a fork would copy in an undefined state. Whole chunks go to the
@@ -173,7 +161,7 @@ def _extracted_chunks(
     with ProcessPoolExecutor(extractors, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending: deque[tuple[list[Entry], Future[Extracted]]] = deque()
         for chunk in chunks:
-            pending.append((chunk, pool.submit(extract_entries, chunk, root, settings)))
+            pending.append((chunk, pool.submit(extract_entries, chunk, root, settings, keep_pixels)))
             if len(pending) > extractors:
                 done, future = pending.popleft()
                 yield done, future.result()
@@ -189,7 +177,7 @@ def _write_chunk(
     extracted: Extracted,
     settings: Settings,
     report: IngestReport,
-    stages: Sequence[Stage],
+    signals: Sequence[Signal],
     scorer: Scorer | None,
     open_failures: set[str],
 ) -> None:
@@ -198,16 +186,11 @@ def _write_chunk(
 
     now = utcnow()
     if reached := open_failures.intersection(e.key for e in chunk):
-        session.execute(
-            update(Failure)
-            .where(Failure.source == report.source, Failure.key.in_(sorted(reached)),
-                   Failure.resolved_at.is_(None))
-            .values(resolved_at=now)
-        )
+        stored_items.resolve_failures(session, report.source, sorted(reached), now)
         open_failures -= reached
     if failed:
         open_failures.update(e.key for e, _ in failed)
-        session.execute(insert(Failure), [
+        stored_items.insert_failures(session, [
             {"run_pk": run_pk, "source": report.source, "key": e.key,
              "item_id": e.item.id if e.item else None, "reason": err.reason,
              "detail": err.detail, "created_at": now}
@@ -220,7 +203,9 @@ def _write_chunk(
     if changed:
         _write_assets(session, changed)
         _write_exact_pairs(session, changed, settings, report)
-        found = [c for stage in stages if (c := stage.on_chunk(session, changed)) is not None]
+        for signal in signals:
+            signal.prepare(session, changed)
+        found = [c for signal in signals if (c := signal.on_chunk(session, changed)) is not None]
         if scorer is not None and found:
             pairs = np.concatenate(found)
             report.near_pairs += scorer(session, candidate_pairs(pairs[:, 0], pairs[:, 1]))
@@ -233,9 +218,7 @@ def _upsert_items(
     content), skip unchanged ones; returns (pk, item) for the new and changed."""
     if not loaded:
         return []
-    existing = {id_: (pk, fingerprint) for id_, pk, fingerprint in select_in(
-        session, "SELECT id, pk, fingerprint FROM items WHERE id IN ({values})",
-        [li.item.id for li in loaded])}
+    existing = stored_items.fingerprints(session, [li.item.id for li in loaded])
     changed: list[tuple[int, LoadedItem]] = []
     fresh: list[LoadedItem] = []
     stale_pks: list[int] = []
@@ -248,26 +231,17 @@ def _upsert_items(
         else:
             stale_pks.append(old[0])
             changed.append((old[0], li))
-            session.execute(update(Item).where(Item.pk == old[0]).values(
-                **_item_values(li, report.source), updated_at=now))
+            stored_items.update_item(session, old[0], {**_item_values(li, report.source),
+                                                       "updated_at": now})
     if stale_pks:
-        for table in (Asset, Signature):
-            session.execute(delete(table).where(table.item_pk.in_(stale_pks)))
-        session.execute(delete(Pair).where(or_(Pair.a_pk.in_(stale_pks), Pair.b_pk.in_(stale_pks))))
+        stored_items.forget_derived(session, stale_pks)
         report.updated += len(stale_pks)
     if fresh:
-        # No RETURNING: on SQLite an ordered RETURNING runs one statement per row; one
-        # executemany and one SELECT of the new pks cost far less.
-        insert_rows(session, Item, _ITEM_COLUMNS, [_item_row(li) for li in fresh],
-                    {"status": "ok", "source": report.source, "created_at": now, "updated_at": now})
-        pks = dict(select_in(session, "SELECT id, pk FROM items WHERE id IN ({values})",
-                             [li.item.id for li in fresh]))
+        pks = stored_items.insert_items(session, [_item_row(li) for li in fresh], {
+            "status": "ok", "source": report.source, "created_at": now, "updated_at": now})
         changed.extend((pks[li.item.id], li) for li in fresh)
         report.new += len(fresh)
     return changed
-
-
-_ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint")
 
 
 def _item_row(li: LoadedItem) -> tuple:
@@ -276,7 +250,7 @@ def _item_row(li: LoadedItem) -> tuple:
 
 
 def _item_values(li: LoadedItem, source: str) -> dict[str, object]:
-    return {**dict(zip(_ITEM_COLUMNS[1:], _item_row(li)[1:])), "status": "ok", "source": source}
+    return {**dict(zip(stored_items.ITEM_COLUMNS[1:], _item_row(li)[1:])), "status": "ok", "source": source}
 
 
 def _write_assets(session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
@@ -285,8 +259,7 @@ def _write_assets(session: Session, changed: list[tuple[int, LoadedItem]]) -> No
          "sha256": a.sha256, "size": a.size, "media_type": a.media_type}
         for pk, li in changed for a in li.assets
     ]
-    if rows:
-        session.execute(insert(Asset), rows)
+    stored_items.insert_assets(session, rows)
 
 
 def exact_signals(li: LoadedItem) -> dict[str, float]:
@@ -301,21 +274,11 @@ def _write_exact_pairs(
     report: IngestReport,
 ) -> None:
     """Pair each new or changed item with the earliest items of the same content key."""
-    keys = {li.content_key for _, li in changed}
-    members: dict[str, list[int]] = defaultdict(list)
-    for pk, key in sorted(select_in(session, "SELECT pk, content_key FROM items "
-                                             "WHERE content_key IN ({values})", sorted(keys))):
-        members[key].append(pk)
+    members = stored_items.members_of(session, {li.content_key for _, li in changed})
     pairs: dict[tuple[int, int], dict[str, float]] = {}
     for pk, li in changed:
         others = [m for m in members[li.content_key] if m != pk][: settings.max_exact_pairs_per_item]
         for other in others:
             pairs[(min(pk, other), max(pk, other))] = exact_signals(li)
-    if pairs:
-        now = utcnow()
-        session.execute(insert(Pair), [
-            {"a_pk": a, "b_pk": b, "score": 1.0, "tier": "strong", "kind": "same-item",
-             "signals": signals, "model_version": EXACT_VERSION, "updated_at": now}
-            for (a, b), signals in sorted(pairs.items())
-        ])
-        report.exact_pairs += len(pairs)
+    insert_exact_pairs(session, pairs)
+    report.exact_pairs += len(pairs)

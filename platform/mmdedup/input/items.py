@@ -1,4 +1,4 @@
-"""Items, and turning user input (manifests, folders, dicts) into loaded, validated items.
+"""Items, and loading them: files read and checked, media decoded once, exact keys.
 
 Every way input can be wrong becomes an `InputError` with a short machine-readable reason
 and a sentence for people; the ingest records it and goes on with the rest of the batch.
@@ -10,15 +10,15 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
-from .config import Settings
-from .extract.text import text_hash
-from .extract.image import ImageCodes, image_codes
-from .extract.video import VideoError, VideoFrames, video_frames
-from .extract.web import PageError, PageSignals, extract_page
+from ..config import Settings
+from ..extract.image import WORK_SIDE, ImageCodes, ImageError, codes_of, load_image
+from ..extract.text import text_hash
+from ..extract.video import VideoError, VideoFrames, video_frames
+from ..extract.web import PageError, PageSignals, extract_page
 
 TEXT_EXTENSIONS = {".txt", ".md", ".text"}
 HTML_EXTENSIONS = {".html", ".htm", ".xhtml"}
@@ -138,6 +138,9 @@ class LoadedItem:
     video: VideoFrames | None = None
     # Token hashes of the signal text, where extraction could make them (not for pages).
     tokens: np.ndarray | None = None
+    # The decoded pictures, kept (with the video's keyframe images) only when a signal
+    # that reads pixels is on (CLIP): decoded once, shared by every signal.
+    pictures: list[Any] | None = None
 
     @property
     def signal_text(self) -> str:
@@ -151,101 +154,6 @@ def text_for_signals(title: str | None, text: str | None, page_text: str | None)
         if candidate and candidate.strip():
             return candidate
     return ""
-
-
-# --- sources ---------------------------------------------------------------------------
-
-
-def read_manifest(path: Path, settings: Settings) -> Iterator[Entry]:
-    """Entries of a JSON Lines manifest; a bad line is a failure entry, never an exception."""
-    seen: set[str] = set()
-    with path.open("rb") as fh:
-        for line_no, raw in enumerate(fh, start=1):
-            key = f"line {line_no}"
-            if not raw.strip():
-                continue
-            if len(raw) > settings.max_manifest_line_bytes:
-                yield Entry(key, error=InputError(
-                    "too_large", f"manifest line is {len(raw)} bytes, over the limit of "
-                    f"{settings.max_manifest_line_bytes}"))
-                continue
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield Entry(key, error=InputError("invalid_utf8", f"line is not UTF-8 ({exc})"))
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield Entry(key, error=InputError("malformed_json", f"line {line_no}: {exc}"))
-                continue
-            try:
-                item = Item.from_dict(data)
-            except InputError as exc:
-                exc.detail = f"line {line_no}: {exc.detail}"
-                named = isinstance(data, dict) and isinstance(data.get("id"), str) and data["id"].strip()
-                yield Entry(data["id"] if named else key, error=exc)
-                continue
-            if item.id in seen:
-                yield Entry(item.id, error=InputError(
-                    "duplicate_id", f"line {line_no}: id {item.id!r} already appeared earlier "
-                    "in this manifest; the first one was kept"))
-                continue
-            seen.add(item.id)
-            yield Entry(item.id, item=item)
-
-
-def count_manifest_lines(path: Path) -> int:
-    with path.open("rb") as fh:
-        return sum(1 for raw in fh if raw.strip())
-
-
-def folder_files(folder: Path) -> list[Path]:
-    """Every visible file below `folder`, in a stable order."""
-    return sorted(
-        p for p in folder.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
-
-
-def read_folder(folder: Path, files: list[Path], settings: Settings) -> Iterator[Entry]:
-    """One item per file, its kind chosen by extension; the id is the path in the folder."""
-    for path in files:
-        rel = path.relative_to(folder).as_posix()
-        ext = path.suffix.lower()
-        if ext in TEXT_EXTENSIONS:
-            try:
-                text = read_text_file(path, settings)
-            except InputError as exc:
-                yield Entry(rel, error=exc)
-                continue
-            yield Entry(rel, item=Item(id=rel, text=text))
-        elif ext in HTML_EXTENSIONS:
-            yield Entry(rel, item=Item(id=rel, html=rel))
-        elif ext in IMAGE_EXTENSIONS:
-            yield Entry(rel, item=Item(id=rel, images=[rel]))
-        elif ext in VIDEO_EXTENSIONS:
-            yield Entry(rel, item=Item(id=rel, video=rel))
-        else:
-            yield Entry(rel, error=InputError(
-                "unsupported_type", f"{rel}: no item kind for extension {ext or '(none)'!r}"))
-
-
-def read_items(items: Iterable[Item | dict[str, Any]]) -> Iterator[Entry]:
-    """Entries from Python objects handed to the API."""
-    seen: set[str] = set()
-    for n, obj in enumerate(items, start=1):
-        try:
-            item = obj if isinstance(obj, Item) else Item.from_dict(obj)
-        except InputError as exc:
-            yield Entry(f"item {n}", error=exc)
-            continue
-        if item.id in seen:
-            yield Entry(item.id, error=InputError(
-                "duplicate_id", f"id {item.id!r} appears twice in this batch"))
-            continue
-        seen.add(item.id)
-        yield Entry(item.id, item=item)
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -293,8 +201,10 @@ def read_text_file(path: Path, settings: Settings) -> str:
         raise InputError("invalid_utf8", f"{path.name}: not valid UTF-8 at byte {exc.start}") from exc
 
 
-def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
-    """Read and check every file the item names and compute its exact-duplicate keys."""
+def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels: bool = False) -> LoadedItem:
+    """Read and check every file the item names, decode its media once, and compute its
+    exact-duplicate keys. `keep_pixels`: keep the decoded pictures and the video's
+    keyframe images for the signals that read pixels."""
     if item.text is not None and len(item.text) > settings.max_text_chars:
         raise InputError("too_large", f"text is {len(item.text)} characters, over the limit "
                          f"of {settings.max_text_chars}")
@@ -309,21 +219,24 @@ def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
         media_type = MEDIA_TYPES.get(ext, "application/octet-stream")
         assets.append(LoadedAsset(role, position, rel, path, hashlib.sha256(data).hexdigest(),
                                   len(data), media_type, data))
-    images = None
+    images, decoded = None, None
     pictures = [a for a in assets if a.role == "image"]
     if pictures:
-        # Decoding here (not in a later stage) lets a bad picture fail its item with a
+        # Decoding here (not in a later signal) lets a bad picture fail its item with a
         # reason before anything is written.
-        images = image_codes([a.data for a in pictures], settings.max_image_pixels)
-        for asset, error in zip(pictures, images.errors):
-            if error is not None:
-                raise InputError(error.reason, f"{asset.path}: {error.detail}")
+        decoded = []
+        for asset in pictures:
+            try:
+                decoded.append(load_image(asset.data, settings.max_image_pixels, draft_side=WORK_SIDE))
+            except ImageError as error:
+                raise InputError(error.reason, f"{asset.path}: {error.detail}") from error
+        images = codes_of(decoded, [None] * len(decoded))
     video = None
     clip = next((a for a in assets if a.role == "video"), None)
     if clip is not None:
         try:
             video = video_frames(clip.data, max_seconds=settings.max_video_seconds,
-                                 max_bytes=settings.max_file_bytes)
+                                 max_bytes=settings.max_file_bytes, keep_images=keep_pixels)
         except VideoError as exc:
             raise InputError(exc.reason, f"{clip.path}: {exc.detail}") from exc
     page = None
@@ -345,7 +258,7 @@ def load_item(item: Item, root: Path | None, settings: Settings) -> LoadedItem:
     fingerprint = _sha256(_fingerprint_json(
         [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]]))
     return LoadedItem(item, assets, body_hash, content_key, fingerprint, page, images=images,
-                      video=video)
+                      video=video, pictures=decoded if keep_pixels else None)
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
@@ -376,3 +289,27 @@ def _fingerprint_json(parts: list) -> str:
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def probe_item(text: str | None, image: bytes | None, video: bytes | None, settings: Settings,
+               *, keep_pixels: bool = False) -> LoadedItem:
+    """A query's probe as a loaded item that is never stored: its picture and video
+    decoded as an ingest decodes them, so every signal extracts from it what it would from
+    an item. A probe that cannot be read is a ValueError saying which part and why."""
+    item = Item(id="<query>", text=text)
+    assets, decoded, images, frames = [], None, None, None
+    if image is not None:
+        try:
+            decoded = [load_image(image, settings.max_image_pixels, draft_side=WORK_SIDE)]
+        except ImageError as exc:
+            raise ValueError(f"the query image cannot be read: {exc}") from exc
+        images = codes_of(decoded, [None])
+        assets.append(LoadedAsset("image", 0, "<query>", Path("<query>"), "", len(image), "", image))
+    if video is not None:
+        try:
+            frames = video_frames(video, max_seconds=settings.max_video_seconds, keep_images=keep_pixels)
+        except VideoError as exc:
+            raise ValueError(f"the query video cannot be read: {exc}") from exc
+        assets.append(LoadedAsset("video", 0, "<query>", Path("<query>"), "", len(video), "", video))
+    return LoadedItem(item, assets, text_hash(text), "", "", images=images, video=frames,
+                      pictures=decoded if keep_pixels else None)

@@ -1,0 +1,1 @@
+"""Input: manifests, folders and Python objects read into validated, loaded items."""

@@ -1,0 +1,1 @@
+"""Engines that drive the signals over items: the local, chunked ingest."""

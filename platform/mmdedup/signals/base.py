@@ -1,0 +1,273 @@
+"""The signal contract: one base class does the shared work, each signal its few steps.
+
+A signal is one way two items can be alike (the same words, the same picture, the same
+frames, the same page template...). imagededup's template method is the model: the base
+class below owns what every signal does the same way
+
+- at ingest (`on_chunk`): extract a chunk's values (pure, batch-first), store them as
+  signatures of the signal's version, take the items out of the candidate index and put
+  the new values in, and return the candidate pairs the index proposes;
+- the candidate index as a cache of the store: opened from its files when their stamp
+  (version, count) agrees with the store, else rebuilt from the signatures; saved at the end;
+- a pair's score (`pair_values`): the stored values of both items, the raw similarity,
+  calibrated to the common scale through one helper, NaN where either item lacks it;
+- a query (`query`): a probe's values searched in the index and scored like a pair;
+
+and each signal supplies only what is its own: its name and settings, `version`,
+`extract`, `pack`/`unpack`, its index (`new_index`, `index_add`, `index_remove`,
+`search`) and `similarity`. A signal without an index (`dom`) proposes no candidates of
+its own and only scores pairs others found. `registry.py` lists the signals; fusion, the
+pairs table, queries, the report and the review screen take their names from there.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
+
+import numpy as np
+from sqlalchemy.orm import Session, sessionmaker
+
+from ..config import S, Settings, SignalSettings
+from ..index.cache import load_cached, save_cached
+from ..input.items import LoadedItem
+from ..score.calibration import calibrate
+from ..score.pairs import SignalValues
+from ..store.signatures import count_signatures, load_signatures, replace_signatures
+
+V = TypeVar("V")  # what the signal extracts from one item (codes, frames, vectors, sketches)
+
+# Candidate pairs: an (n, 2) int64 array of item pks.
+Pairs = np.ndarray
+
+
+class Signal(Generic[V, S]):
+    """One signal. Subclasses set the class attributes and the steps marked as theirs."""
+
+    name: ClassVar[str]  # in pairs, fusion, config ([signals.<name>]) and signatures
+    settings_type: ClassVar[type[SignalSettings]] = SignalSettings
+    # A content signal reads a medium ("text", "image", "video"): its score alone can make
+    # a duplicate, and `kind` names the pairs it carries. A structural one (None) only
+    # moves the fused mean.
+    medium: ClassVar[str | None] = None
+    kind: ClassVar[str | None] = None
+    # Always a column of the pairs line and table (null where a pair lacks it); the others
+    # appear only where they have a value.
+    listed: ClassVar[bool] = False
+    # The index files' parts and their loaders; empty: the signal keeps no index.
+    index_parts: ClassVar[dict[str, Any]] = {}
+    # The raw figures a query result reports (a pair keeps all of them).
+    query_figures: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings) -> None:
+        self.folder = home / "index"
+        self.sessions = sessions
+        self.settings = settings
+        self.config: S = settings.signal(self.name, self.settings_type)  # type: ignore[assignment]
+        self._index: Any = None
+        self._index_version: str | None = None
+        # Scores pairs with every signal and writes them (the Platform's scorer), for a
+        # signal that re-signs stored items and must re-pair them.
+        self.rescore: Callable[[Session, np.ndarray], int] | None = None
+
+    # --- the signal's own steps ---------------------------------------------------------
+
+    def version(self) -> str | None:
+        """What made the values (extractor and parameters); None: the signal is off here."""
+        raise NotImplementedError
+
+    def extract(self, items: Sequence[LoadedItem]) -> list[V | None]:
+        """Pure, batch-first: each item's value, None where the item has none."""
+        raise NotImplementedError
+
+    def pack(self, value: V) -> bytes:
+        raise NotImplementedError
+
+    def unpack(self, blob: bytes) -> V:
+        raise NotImplementedError
+
+    def unpack_many(self, blobs: list[bytes]) -> Any:
+        """Stored values as a batch, what `similarity`, `index_add` and `search` take: a
+        list by default; a signal with array sketches (text) keeps one array."""
+        return [self.unpack(blob) for blob in blobs]
+
+    def take(self, batch: Any, rows: np.ndarray) -> Any:
+        return [batch[i] for i in rows.tolist()]
+
+    def new_index(self) -> Any:
+        raise NotImplementedError
+
+    def index_add(self, index: Any, pks: np.ndarray, values: list[V]) -> None:
+        raise NotImplementedError
+
+    def index_remove(self, index: Any, pks: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def search(self, index: Any, values: list[V]) -> tuple[np.ndarray, np.ndarray]:
+        """(row of `values`, item pk) of every candidate the index proposes."""
+        raise NotImplementedError
+
+    def similarity(self, a: list[V], b: list[V]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Raw similarity of each pair (a[i], b[i]) and the raw figures behind it."""
+        raise NotImplementedError
+
+    def calibrate(self, raw: np.ndarray | float) -> np.ndarray:
+        return calibrate(raw, self.config.calibration)
+
+    # --- ingest -------------------------------------------------------------------------
+
+    def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
+        """Before any signal's `on_chunk`, in the chunk's transaction: what a signal must
+        settle about the items from the store (pages lose their site's boilerplate)."""
+
+    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> Pairs | None:
+        """Store the values of these new or changed items, index them, and return the
+        candidate pairs the index proposes (with stored items and with each other)."""
+        version = self.version()
+        if version is None or not changed:
+            return None
+        values = self.extract([li for _, li in changed])
+        index = self.index(session) if self.index_parts else None
+        if index is not None:
+            self.index_remove(index, np.fromiter((pk for pk, _ in changed), np.int64, len(changed)))
+        kept = [(pk, v) for (pk, _), v in zip(changed, values) if v is not None]
+        if not kept:
+            return None
+        replace_signatures(session, self.name, version, ((pk, self.pack(v)) for pk, v in kept), fresh=True)
+        if index is None:
+            return None
+        pks = np.fromiter((pk for pk, _ in kept), np.int64, len(kept))
+        found = [v for _, v in kept]
+        self.index_add(index, pks, found)
+        rows, others = self.search(index, found)
+        return np.stack([pks[rows], others], axis=1) if len(rows) else None
+
+    def after_chunk(self) -> None:
+        """Between chunks, outside any transaction (model refreshes)."""
+
+    def wants_pixels(self) -> bool:
+        """Whether this signal, on here, reads decoded pictures and keyframe images (the
+        loader then keeps them for it instead of decoding twice)."""
+        return False
+
+    def follow_active(self) -> None:
+        """Before an ingest: drop what another process's retrain made stale."""
+
+    def catch_up(self) -> bool:
+        """Before an ingest: sign again stored items of another version; True if any."""
+        return False
+
+    def finish(self) -> None:
+        """At the end of an ingest: save the index files."""
+        if self._index is not None and self._index_version is not None:
+            with self.sessions() as session:
+                self.save_index(session)
+
+    # --- the index, a cache of the store -------------------------------------------------
+
+    def index(self, session: Session) -> Any:
+        """The candidate index of the active version: from its files when their stamp
+        agrees with the store, else rebuilt from the stored signatures."""
+        version = self.version()
+        if self._index is None or self._index_version != version:
+            saved = load_cached(self.folder, self.name, self.index_stamp(session, version),
+                                self.index_parts)
+            if saved is not None:
+                self._index = self.index_from_parts(saved)
+            else:
+                self._index = self.new_index()
+                stored = load_signatures(session, self.name, version)
+                if stored:
+                    self.index_add(self._index, np.fromiter(stored, np.int64, len(stored)),
+                                   self.unpack_many(list(stored.values())))
+            self._index_version = version
+        return self._index
+
+    def index_stamp(self, session: Session, version: str) -> dict[str, Any]:
+        """What the saved files must agree with: the version and how many signatures of
+        it the store holds."""
+        return {"version": version, "count": count_signatures(session, self.name, version)}
+
+    def index_from_parts(self, parts: dict[str, Any]) -> Any:
+        """The index from its loaded parts (one part: the part itself)."""
+        (index,) = parts.values()
+        return index
+
+    def parts_of(self, index: Any) -> dict[str, Any]:
+        (name,) = self.index_parts
+        return {name: index}
+
+    def save_index(self, session: Session) -> None:
+        save_cached(self.folder, self.name, self.index_stamp(session, self._index_version),
+                    self.parts_of(self._index))
+
+    # --- scoring pairs -------------------------------------------------------------------
+
+    def stored(self, session: Session, pks: Sequence[int]) -> tuple[dict[int, int], Any]:
+        """({item pk: row}, batch of their values) of these items under the active version."""
+        version = self.version()
+        found = load_signatures(session, self.name, version, list(pks)) if version is not None else {}
+        return {pk: i for i, pk in enumerate(found)}, self.unpack_many(list(found.values()))
+
+    def pair_values(self, session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
+        """This signal's calibrated score of each pair (a[i], b[i]), with its raw figures;
+        NaN where either item lacks the signal (or the signal is off)."""
+        values = np.full(len(a), np.nan)
+        if not len(a):
+            return SignalValues(values)
+        pos, batch = self.stored(session, np.unique(np.concatenate([a, b])).tolist())
+        ra = np.array([pos.get(pk, -1) for pk in a.tolist()], np.int64)
+        rb = np.array([pos.get(pk, -1) for pk in b.tolist()], np.int64)
+        have = (ra >= 0) & (rb >= 0)
+        if not have.any():
+            return SignalValues(values)
+        raw, details = self.similarity(self.take(batch, ra[have]), self.take(batch, rb[have]))
+        raw, details = self.adjust(session, a[have], b[have], raw, details)
+        values[have] = self.calibrate(raw)
+        return SignalValues(values, {key: _spread(col, have) for key, col in details.items()})
+
+    def adjust(self, session: Session, a: np.ndarray, b: np.ndarray, raw: np.ndarray,
+               details: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """A last say on stored pairs' raw similarity (the text signal's decisive words)."""
+        return raw, details
+
+    # --- queries -------------------------------------------------------------------------
+
+    def query_weights(self) -> dict[str, float]:
+        """Fusion weights of what `queries` returns."""
+        return {self.name: self.config.weight}
+
+    def queries(self, probe: LoadedItem) -> dict[str, dict[int, tuple[float, dict[str, float]]]]:
+        """{signal name: query results}: this signal's, and any query-only signal it
+        serves (CLIP's text-to-picture search)."""
+        return {self.name: self.query(probe)}
+
+    def query(self, probe: LoadedItem) -> dict[int, tuple[float, dict[str, float]]]:
+        """{item pk: (score, raw figures)} of the stored items the index proposes for a
+        probe that is not stored, scored as a pair would be."""
+        if self.version() is None or not self.index_parts:
+            return {}
+        (value,) = self.extract([probe])
+        if value is None:
+            return {}
+        with self.sessions() as session:
+            _, pks = self.search(self.index(session), [value])
+            pos, batch = self.stored(session, np.unique(pks).tolist())
+        found = np.fromiter(pos, np.int64, len(pos))
+        raw, details = self.similarity([value] * len(found), self.take(batch, np.arange(len(found))))
+        raw, details = self.adjust_query(probe, found, raw, details)
+        scores = self.calibrate(raw)
+        return {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
+                for i, pk in enumerate(found.tolist())}
+
+    def adjust_query(self, probe: LoadedItem, pks: np.ndarray, raw: np.ndarray,
+                     details: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """`adjust` for a probe against stored items."""
+        return raw, details
+
+
+def _spread(column: np.ndarray, have: np.ndarray) -> np.ndarray:
+    """A column of figures for the pairs in `have`, zero for the others."""
+    out = np.zeros(len(have), np.asarray(column).dtype if len(column) else np.float64)
+    out[have] = column
+    return out

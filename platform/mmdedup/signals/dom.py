@@ -1,0 +1,85 @@
+"""The `dom` signal: how alike two pages' DOM structures are (the same site template).
+
+Pages also lose their site's boilerplate here, before any signal reads their text: block
+frequencies live in the store per site (meta "site", else the host of meta "url", else
+meta "source"), counted before a chunk's pages are cleaned, so the pages of a big batch
+from one site lose the site's repeated lines from the moment the site has enough pages to
+tell (`block_min_pages`, `block_min_share`). The DOM sketch (SimHash and MinHash of the
+tag paths) is stored per page; pages propose no candidates of their own (a shared template
+is no evidence of duplication), and the signal only moves the fused mean of pairs other
+signals found.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from ..config import SignalSettings
+from ..extract.minhash import jaccard
+from ..extract.web import DOM_VERSION, BlockStats, block_hashes, dom_sketch, drop_repeated
+from ..input.items import LoadedItem
+from ..store.pages import count_blocks, set_page_texts
+from .base import Signal
+
+
+@dataclass(frozen=True)
+class DomSettings(SignalSettings):
+    weight: float = 0.2  # the MinHash Jaccard of tag paths, as it is (no calibration)
+
+
+def site_of(meta: dict) -> str:
+    site = meta.get("site")
+    if not site and isinstance(meta.get("url"), str):
+        site = urlparse(meta["url"]).hostname
+    return str(site or meta.get("source") or "")[:255]
+
+
+class DomSignal(Signal[np.ndarray, DomSettings]):
+    name = "dom"
+    settings_type = DomSettings
+    listed = True
+
+    def version(self) -> str:
+        return DOM_VERSION
+
+    def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
+        """Pages' main text without the lines repeated across their site, stored."""
+        pages = [(pk, li) for pk, li in changed if li.page is not None]
+        if not pages:
+            return
+        by_site: dict[str, list[tuple[LoadedItem, list[int]]]] = defaultdict(list)
+        for _, li in pages:
+            by_site[site_of(li.item.meta)].append((li, block_hashes(li.page.text)))
+        for site, members in by_site.items():
+            per_block = Counter(h for _, hashes in members for h in set(hashes))
+            stats = BlockStats()
+            stats.pages[site], stats.freq[site] = count_blocks(session, site, len(members), per_block)
+            checker = stats.checker(site, self.settings.block_min_pages, self.settings.block_min_share)
+            for li, _ in members:
+                li.main_text = drop_repeated(li.page.text, checker)
+        set_page_texts(session, [(pk, li.main_text, li.page.date) for pk, li in pages])
+
+    def extract(self, items: Sequence[LoadedItem]) -> list[bytes | None]:
+        rows = [i for i, li in enumerate(items) if li.page is not None]
+        out: list[bytes | None] = [None] * len(items)
+        if rows:
+            simhash, minhash = dom_sketch([items[i].page.tag_paths for i in rows])
+            for k, i in enumerate(rows):
+                out[i] = simhash[k : k + 1].tobytes() + minhash[k].tobytes()
+        return out
+
+    def pack(self, value: bytes) -> bytes:
+        return value
+
+    def unpack(self, blob: bytes) -> np.ndarray:
+        """The MinHash part, what pairs compare."""
+        return np.frombuffer(blob, np.uint32, offset=8)
+
+    def similarity(self, a: list[np.ndarray], b: list[np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        return jaccard(np.stack(a), np.stack(b)), {}

@@ -1,0 +1,68 @@
+"""Scoring candidate pairs with every signal and keeping the pairs table in agreement.
+
+Whichever index proposed a pair, it is scored with all signals at once, so the fused
+score, tier and kind never depend on which index happened to find it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from ..config import Settings
+from ..score.fusion import Fusion
+from ..score.pairs import SignalValues, scored_pairs, signals_of
+from ..store.pairs import delete_pairs, insert_pairs, stored_pairs
+from .base import Signal
+
+
+def fusion_of(signals: Sequence[Signal], settings: Settings) -> Fusion:
+    """Weights from each signal's settings; content signals and their kinds from the
+    signals themselves."""
+    return Fusion(weights={s.name: settings.signal(s.name, s.settings_type).weight for s in signals},
+                  media={s.name: s.medium for s in signals if s.medium},
+                  kinds={s.name: s.kind for s in signals if s.kind})
+
+
+@dataclass
+class PairScorer:
+    signals: Sequence[Signal]
+    settings: Settings  # with the fitted fusion weights and tiers where a fit exists
+
+    @property
+    def fusion(self) -> Fusion:
+        return fusion_of(self.signals, self.settings)
+
+    def values(self, session: Session, pairs: np.ndarray) -> dict[str, SignalValues]:
+        return {s.name: s.pair_values(session, pairs[:, 0], pairs[:, 1]) for s in self.signals}
+
+    def __call__(self, session: Session, pairs: np.ndarray) -> int:
+        """Score candidate pairs and make the pairs table agree: pairs at or above the weak
+        tier are (re)written, scored pairs that fell below it are removed, exact pairs are
+        left alone. Returns the number of pairs written."""
+        if len(pairs) == 0:
+            return 0
+        exact, stale = stored_pairs(session, pairs)
+        delete_pairs(session, stale)
+        s = self.settings
+        records = scored_pairs(pairs, self.values(session, pairs), self.fusion, s.tier,
+                               s.tier_weak, s.tier_medium, skip=exact)
+        insert_pairs(session, records, self.version())
+        return len(records)
+
+    def signals_of(self, session: Session, pairs: np.ndarray) -> list[dict[str, float]]:
+        """Every signal's score of each pair (absent signals left out), without writing:
+        what a retrain fits fusion weights on."""
+        if len(pairs) == 0:
+            return []
+        values = self.values(session, pairs)
+        return [signals_of(values, i) for i in range(len(pairs))]
+
+    def version(self) -> str:
+        """What scored a pair: the versions of the signals that are on."""
+        made = "|".join(f"{s.name}={v}" for s in self.signals if (v := s.version()) is not None)
+        return hashlib.sha256(made.encode()).hexdigest()[:16]

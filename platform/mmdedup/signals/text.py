@@ -1,0 +1,392 @@
+"""The `text` signal: TF-IDF weighted sketches of an item's text, and their life in a store.
+
+What it keeps beyond the contract's shared work (signals/base.py):
+- the token sequences of every text (signature kind "tokens"), so that re-weighting and
+  re-signing never tokenise a text again;
+- the active signer (TF-IDF model and learned word weights, extract/text_sketches.py),
+  loaded lazily, so commands that never touch text never load jieba's IDF table;
+- TF-IDF refreshes: once `tfidf_min_docs` texts are stored, then at each
+  `tfidf_refresh_growth`-fold growth, document frequencies are counted from the stored
+  tokens, frozen as a version, and every text re-signed and re-paired under it;
+- decisive words (`Decisive`): a pair whose texts differ in a word reviewers found decisive
+  keeps only part of its raw similarity.
+
+Its index is a SimHash Hamming index plus band LSH over the weighted MinHash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterator, Sequence
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from ..config import Calibration, SignalSettings
+from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
+from ..extract.text import SHORT_CHARS, TokenBatch, text_hash
+from ..extract.text_sketches import (
+    NUM_PERM,
+    Decisive,
+    TextSigner,
+    TextSketches,
+    similarity,
+    tokenize_texts,
+    tokens_version,
+)
+from ..index.hamming import HammingIndex
+from ..index.lsh import BandLSH, optimal_params
+from ..input.items import LoadedItem, text_for_signals
+from ..score.pairs import candidate_pairs
+from ..store import models
+from ..store.items import count_texts, pks_with_text_hash, scan_tokens, texts_of
+from ..store.pairs import pairs_touching
+from ..store.signatures import has_other_version, load_signatures, replace_signatures
+from .base import Signal
+
+TOKENS_KIND = "tokens"
+WORDS_KIND = "words"  # the model kind of learned word weights
+_TOKEN_BYTES = 8  # a stored token: one uint64 hash
+
+
+@dataclass(frozen=True)
+class TextSettings(SignalSettings):
+    weight: float = 0.5
+    # Raw similarity: the larger of the weighted Jaccard of TF-IDF terms and the Jaccard
+    # of word 3-grams. Checked, not replaced, by the fit: on the labelled text sets
+    # (topical notices included) it has precision 1.0 at medium and strong, and it keeps a
+    # review band (raw 0.55-0.65) that the isotonic fit, on synthetic sets that separate
+    # cleanly, squeezes to 0.005 (docs/benchmarks.md, "Signal calibration").
+    calibration: Calibration = (
+        (0.0, 0.0), (0.3, 0.5), (0.45, 0.7), (0.55, 0.8), (0.65, 0.9), (1.0, 1.0))
+    # Candidates: LSH over the first `lsh_perms` positions of the weighted MinHash, bands
+    # and rows chosen for weighted Jaccard >= `lsh_threshold` (88 positions give 22 bands
+    # of 4 rows, 185 bytes a document: with the Hamming index, inside a 300-byte budget at
+    # a million documents), and SimHash codes within `simhash_radius` bits.
+    lsh_threshold: float = 0.4
+    lsh_perms: int = 88
+    simhash_radius: int = 3
+    LEGACY: ClassVar = {"text_calibration": "calibration", "text_lsh_threshold": "lsh_threshold",
+                        "text_lsh_perms": "lsh_perms", "text_simhash_radius": "simhash_radius"}
+
+
+def load_tfidf(session: Session) -> TfidfModel:
+    """The active TF-IDF model (jieba's prior until one was frozen)."""
+    row = models.active_row(session, "tfidf")
+    if row is None or row.version == PRIOR_VERSION:
+        return prior_model()
+    keys, df = models.doc_freqs(session, row.pk)
+    model = TfidfModel.from_counts(keys, df, int(row.params["n_docs"]))
+    return TfidfModel(row.version, model.n_docs, model.keys, model.idf, model.default)
+
+
+def load_word_weights(session: Session) -> WordWeights:
+    """The active learned word weights (every multiplier 1.0 until a retrain set some)."""
+    row = models.active_row(session, WORDS_KIND)
+    if row is None or row.version == UNIT.version:
+        return UNIT
+    rows = models.word_weights(session, row.pk)
+    return WordWeights(row.version, tuple(r[0] for r in rows),
+                       np.array([r[1] for r in rows], np.float32), float(row.params.get("floor", 0.0)),
+                       float(row.params.get("ceiling", 1.0)))
+
+
+@dataclass
+class TextIndex:
+    """The Hamming index of the SimHash codes and the band LSH of the weighted MinHash."""
+
+    hamming: HammingIndex
+    lsh: BandLSH
+
+
+class TextSignal(Signal[TextSketches, TextSettings]):
+    name = "text"
+    settings_type = TextSettings
+    medium = "text"
+    kind = "text-reuse"
+    listed = True
+    index_parts: ClassVar = {"simhash": HammingIndex.load, "lsh": BandLSH.load}
+    query_figures = ("wjaccard", "jaccard")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._signer: TextSigner | None = None
+        self.refreshes = 0
+        self._texts: int | None = None  # texts in the store, at most (see needs_refresh)
+        self._caught_up: str | None = None  # signer version whose stale signatures were redone
+
+    # --- the signer ----------------------------------------------------------------------
+
+    @property
+    def signer(self) -> TextSigner:
+        if self._signer is None:
+            with self.sessions() as session:
+                self._signer = TextSigner(load_tfidf(session), load_word_weights(session))
+        return self._signer
+
+    def version(self) -> str:
+        return self.signer.version
+
+    def follow_active(self) -> None:
+        """Drop the signer if another process (a retrain) changed the active models, so
+        this long-lived signal never signs under superseded ones."""
+        if self._signer is None:
+            return
+        with self.sessions() as session:
+            active = models.active_versions(session, ("tfidf", WORDS_KIND))
+        mine = {"tfidf": self._signer.model.version, WORDS_KIND: self._signer.words.version}
+        if any(active.get(k, v) != v for k, v in mine.items()):
+            self._signer = None
+            self._index = None
+
+    def reload(self) -> bool:
+        """Re-read the active TF-IDF model and word weights (a retrain or rollback changed
+        them); True if stored text signatures are of another version, i.e. texts must be
+        signed again (also after a re-sign that a crash cut short)."""
+        self._signer = None
+        return self._has_stale_signatures()
+
+    def _has_stale_signatures(self) -> bool:
+        with self.sessions() as session:
+            return has_other_version(session, self.name, self.signer.version)
+
+    def catch_up(self) -> bool:
+        """Sign again, before an ingest adds texts, every stored text whose signature is of
+        another version than the signer's (a new release changed the tokenizer or the
+        sketches, or a re-sign was cut short): signatures of other versions are never
+        compared, so those items would otherwise drop out of text pairing. Checked once
+        per signer version in a process; True if texts were signed again."""
+        version = self.signer.version
+        if self._caught_up == version:
+            return False
+        stale = self._has_stale_signatures()
+        if stale:
+            self.resign_all()
+        self._caught_up = version
+        return stale
+
+    # --- the contract's steps ------------------------------------------------------------
+
+    def unpack_many(self, blobs: list[bytes]) -> TextSketches:
+        return TextSketches.unpack(blobs)
+
+    def take(self, batch: TextSketches, rows: np.ndarray) -> TextSketches:
+        return batch.take(rows)
+
+    def new_index(self) -> TextIndex:
+        perms = min(self.config.lsh_perms, NUM_PERM)
+        return TextIndex(HammingIndex(), BandLSH(self.config.lsh_threshold, perms))
+
+    def index_from_parts(self, parts: dict[str, Any]) -> TextIndex:
+        return TextIndex(parts["simhash"], parts["lsh"])
+
+    def parts_of(self, index: TextIndex) -> dict[str, Any]:
+        return {"simhash": index.hamming, "lsh": index.lsh}
+
+    def index_stamp(self, session: Session, version: str) -> dict[str, Any]:
+        """The usual stamp and the LSH's bands and rows (a changed threshold rebuilds)."""
+        bands, rows = optimal_params(self.config.lsh_threshold, min(self.config.lsh_perms, NUM_PERM))
+        return {**super().index_stamp(session, version), "lsh": [bands, rows]}
+
+    def index_add(self, index: TextIndex, pks: np.ndarray, sk: TextSketches) -> None:
+        live = ~sk.empty
+        pks, sk = pks[live], sk.take(live)
+        index.hamming.add(pks, sk.simhash)
+        index.lsh.add(pks, sk.wminhash[:, : index.lsh.num_perm])
+
+    def index_remove(self, index: TextIndex, pks: np.ndarray) -> None:
+        index.hamming.remove(pks)
+        index.lsh.remove(pks)
+
+    def search(self, index: TextIndex, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
+        """(query row, item pk) pairs from either index, deduplicated."""
+        hits = index.hamming.search(sk.simhash, self.config.simhash_radius)
+        cand = index.lsh.query(sk.wminhash[:, : index.lsh.num_perm])
+        q = np.concatenate([hits.query, cand.query])
+        ids = np.concatenate([hits.ids, cand.ids])
+        if len(q) == 0:
+            return q, ids
+        key = np.unique(np.stack([q, ids], axis=1), axis=0)
+        return key[:, 0], key[:, 1]
+
+    def similarity(self, a: TextSketches, b: TextSketches) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        sims = similarity(a, b)
+        return sims["raw"], {key: sims[key] for key in ("wjaccard", "jaccard", "simhash_bits")}
+
+    def adjust(self, session: Session, a: np.ndarray, b: np.ndarray, raw: np.ndarray,
+               details: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Decisive words: a pair whose texts differ in one keeps only (1 - share) of
+        its raw similarity."""
+        decisive = Decisive(self.signer.words)
+        if not decisive:
+            return raw, details
+        found = load_signatures(session, TOKENS_KIND, tokens_version(), np.unique(np.concatenate([a, b])).tolist())
+        words = {pk: decisive.words_in(np.frombuffer(v, np.uint64)) for pk, v in found.items()}
+        none = frozenset()
+        share = decisive.shares([words.get(pk, none) for pk in a.tolist()],
+                                [words.get(pk, none) for pk in b.tolist()])
+        return raw * (1 - share), {**details, "decisive": share}
+
+    # --- ingest --------------------------------------------------------------------------
+
+    def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None:
+        index = self.index(session)
+        gone = [pk for pk, li in changed if not li.signal_text.strip()]
+        if gone:
+            self.index_remove(index, np.asarray(gone, np.int64))
+        texts = [(pk, li) for pk, li in changed if li.signal_text.strip()]
+        if not texts:
+            return None
+        pks = np.fromiter((pk for pk, _ in texts), np.int64, len(texts))
+        if self._texts is not None:
+            self._texts += len(texts)
+        # Extraction tokenised plain texts already (maybe in a worker); pages are done here.
+        todo = [li for _, li in texts if li.tokens is None]
+        if todo:
+            batch = tokenize_texts([li.signal_text for li in todo])
+            for i, li in enumerate(todo):
+                li.tokens = batch.doc(i)
+        tokens = TokenBatch.from_arrays([li.tokens for _, li in texts])
+        self._store_tokens(session, pks, tokens, fresh=True)
+        return self._sign(session, pks, tokens, [li.signal_text for _, li in texts], fresh=True)
+
+    def _store_tokens(self, session: Session, pks: np.ndarray, tokens: TokenBatch, *, fresh: bool = False) -> None:
+        replace_signatures(session, TOKENS_KIND, tokens_version(),
+                           ((pk, tokens.doc(i).tobytes()) for i, pk in enumerate(pks.tolist())), fresh=fresh)
+
+    def _sign(self, session: Session, pks: np.ndarray, tokens: TokenBatch,
+              texts: Sequence[str | None] | None, *, fresh: bool = False) -> np.ndarray:
+        """Sign items from their token sequences (and the texts of those with fewer than
+        SHORT_CHARS tokens, see `TextSigner.sign_tokens`), store the sketches, index them,
+        and return candidate pairs (n, 2) with indexed items and with each other."""
+        sk = self.signer.sign_tokens(tokens, texts)
+        replace_signatures(session, self.name, self.signer.version,
+                           ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())), fresh=fresh)
+        index = self.index(session)
+        self.index_remove(index, pks)
+        live = ~sk.empty
+        pks, sk = pks[live], sk.take(live)
+        self.index_add(index, pks, sk)
+        q, other = self.search(index, sk)
+        return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
+
+    def after_chunk(self) -> None:
+        if self.needs_refresh():
+            self.refresh()
+
+    # --- TF-IDF refresh ------------------------------------------------------------------
+
+    def needs_refresh(self) -> bool:
+        """Counting the texts costs a scan of the items table; each chunk only adds to an
+        upper bound (texts signed since the last count), and the store is counted again
+        only once that bound reaches the next refresh point."""
+        model = self.signer.model
+        due = (self.settings.tfidf_min_docs if model.version == PRIOR_VERSION
+               else self.settings.tfidf_refresh_growth * model.n_docs)
+        if self._texts is not None and self._texts < due:
+            return False
+        with self.sessions() as session:
+            self._texts = count_texts(session)
+        return self._texts >= due
+
+    def refresh(self) -> None:
+        """Count document frequencies over the stored token sequences, freeze them as the
+        active TF-IDF version, and re-sign and re-pair every text under it."""
+        from ..learn.tfidf import freeze  # (learning sits above the signals; only a refresh needs it)
+
+        keys, df, n_docs = self.count_frequencies()
+        with self.sessions.begin() as session:
+            model = freeze(session, keys, df, n_docs)
+        self._signer = TextSigner(model, self.signer.words)
+        self.resign_all()
+        self.refreshes += 1
+
+    def count_frequencies(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """(term hashes, document frequencies, documents) over every stored text."""
+        counts = (np.zeros(0, np.uint64), np.zeros(0, np.int64))
+        n_docs = 0
+        for _, tokens, _ in self._scan_tokens(texts=False):
+            counts = merge_counts(counts, count_documents(tokens))
+            n_docs += int(np.count_nonzero(tokens.lengths))
+        return counts[0], counts[1], n_docs
+
+    def resign_all(self) -> None:
+        """Re-sign every stored text under the active signer, then re-score its new
+        candidates together with the pairs it already had (scores move with the weights;
+        a pair that no longer reaches the weak tier is removed)."""
+        self._index = self.new_index()
+        self._index_version = self.signer.version
+        for pks, tokens, texts in self._scan_tokens():
+            with self.sessions.begin() as session:
+                found = self._sign(session, pks, tokens, texts)
+                if self.rescore is not None:
+                    both = np.concatenate([found, pairs_touching(session, pks.tolist())])
+                    self.rescore(session, candidate_pairs(both[:, 0], both[:, 1]))
+        self.finish()
+
+    def _scan_tokens(self, *, texts: bool = True) -> Iterator[tuple[np.ndarray, TokenBatch, list[str | None]]]:
+        """(pks, token sequences, texts) of every item with text, in pk order, a chunk at
+        a time. Items whose stored tokens are missing or of another tokenizer version are
+        tokenised again (and stored) on the way. `texts`: also the texts of the items
+        with fewer than SHORT_CHARS tokens, which signing needs (`sign_tokens`); the
+        other entries are None (all of them without `texts`)."""
+        version = tokens_version()
+        last = 0
+        while True:
+            with self.sessions.begin() as session:
+                rows = scan_tokens(session, TOKENS_KIND, last)
+                if not rows:
+                    return
+                last = rows[-1][0]
+                stale = [i for i, r in enumerate(rows) if r[1] != version]
+                # Texts are read only for the items that must be tokenised again and
+                # (signing) those short enough that their sketches may need character
+                # n-grams: most items of most scans need just the stored sequences. A
+                # stale item's text is kept whatever its new length (it costs nothing).
+                wanted = stale + [i for i, r in enumerate(rows)
+                                  if texts and r[1] == version and len(r[2]) < SHORT_CHARS * _TOKEN_BYTES]
+                found: dict[int, str] = {}
+                if wanted:
+                    found = {pk: text_for_signals(*parts)
+                             for pk, *parts in texts_of(session, [rows[i][0] for i in wanted])}
+                fresh = {}
+                if stale:
+                    redo = tokenize_texts([found[rows[i][0]] for i in stale])
+                    self._store_tokens(session, np.array([rows[i][0] for i in stale], np.int64), redo)
+                    fresh = {i: redo.doc(j) for j, i in enumerate(stale)}
+            docs = [fresh[i] if i in fresh else np.frombuffer(r[2], np.uint64) for i, r in enumerate(rows)]
+            given = [found.get(r[0]) if texts else None for r in rows]
+            yield (np.array([r[0] for r in rows], np.int64), TokenBatch.from_arrays(docs), given)
+
+    # --- queries -------------------------------------------------------------------------
+
+    def query(self, probe: LoadedItem) -> dict[int, tuple[float, dict[str, float]]]:
+        """Stored texts near the probe's, and those whose normalised text is the same
+        (score 1.0)."""
+        text = probe.signal_text
+        if not text.strip():
+            return {}
+        tokens = tokenize_texts([text])
+        sk = self.signer.sign_tokens(tokens, [text])
+        out: dict[int, tuple[float, dict[str, float]]] = {}
+        with self.sessions() as session:
+            _, pks = self.search(self.index(session), sk)
+            pos, stored = self.stored(session, np.unique(pks).tolist())
+            found = np.fromiter(pos, np.int64, len(pos))
+            if len(found):
+                raw, details = self.similarity(sk.take(np.zeros(len(found), np.intp)),
+                                               stored.take(np.fromiter(pos.values(), np.intp, len(pos))))
+                decisive = Decisive(self.signer.words)
+                if decisive:
+                    mine = decisive.words_in(tokens.doc(0))
+                    theirs = load_signatures(session, TOKENS_KIND, tokens_version(), found.tolist())
+                    share = decisive.shares([mine] * len(found), [
+                        decisive.words_in(np.frombuffer(theirs[pk], np.uint64)) if pk in theirs else frozenset()
+                        for pk in found.tolist()])
+                    raw = raw * (1 - share)
+                scores = self.calibrate(raw)
+                out = {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
+                       for i, pk in enumerate(found.tolist())}
+            for pk in pks_with_text_hash(session, text_hash(text)):
+                out[pk] = (1.0, {})
+        return out

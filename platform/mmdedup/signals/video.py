@@ -1,0 +1,93 @@
+"""The `video` signal: keyframe hashes of an item's video, matched in temporal order.
+
+The signature keeps each sampled frame's time, pHash and mirrored pHash. The Hamming index
+holds one entry per frame (id pk * 4096 + frame); a new video's frames, as they are and
+mirrored, are searched in it, and an item whose frames are hit at least `min_frame_hits`
+times becomes a candidate; the alignment in `video_match` then decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from ..config import Calibration, SignalSettings
+from ..extract.video import VIDEO_VERSION, VideoFrames, video_match
+from ..index.hamming import HammingIndex
+from ..index.slots import entry_ids
+from ..input.items import LoadedItem
+from .base import Signal
+
+MAX_FRAMES = 4096  # frame ids per item in the index (pk * 4096 + frame)
+
+
+@dataclass(frozen=True)
+class VideoSettings(SignalSettings):
+    weight: float = 0.3
+    # The aligned share of frames -> score (true copies align >= 0.89 in the benchmark,
+    # different videos of the same photos <= 0.34); fitted by
+    # `python scripts/calibrate_signals.py --seed 1`.
+    calibration: Calibration = (
+        (0.0, 0.0), (0.39, 0.1), (0.617, 0.5), (0.73, 0.7), (0.786, 0.8), (0.843, 0.9),
+        (1.0, 1.0))
+    # Frames sampled on content (about 1 a second plus scene cuts) match within this
+    # radius; a stored video is a candidate once this many of a new video's frames hit it.
+    frame_radius: int = 12
+    min_frame_hits: int = 2
+    LEGACY: ClassVar = {"video_calibration": "calibration", "video_frame_radius": "frame_radius",
+                        "video_min_frame_hits": "min_frame_hits"}
+
+
+class VideoSignal(Signal[VideoFrames, VideoSettings]):
+    name = "video"
+    settings_type = VideoSettings
+    medium = "video"
+    kind = "video-reuse"
+    listed = True
+    index_parts: ClassVar = {"frames": HammingIndex.load}
+
+    def version(self) -> str:
+        return VIDEO_VERSION
+
+    def extract(self, items: Sequence[LoadedItem]) -> list[VideoFrames | None]:
+        return [li.video if li.video is not None and len(li.video) else None for li in items]
+
+    def pack(self, frames: VideoFrames) -> bytes:
+        return np.concatenate([frames.times.astype("<f8").view("<u8"), frames.codes.astype("<u8"),
+                               frames.mirrored.astype("<u8")]).tobytes()
+
+    def unpack(self, blob: bytes) -> VideoFrames:
+        raw = np.frombuffer(blob, "<u8").reshape(3, -1)
+        n = raw.shape[1]
+        return VideoFrames(times=raw[0].view("<f8").astype(np.float64), codes=raw[1].astype(np.uint64),
+                           mirrored=raw[2].astype(np.uint64), crops=np.zeros((n, 4), np.float32),
+                           duration=float(raw[0].view("<f8")[-1]) if n else 0.0, width=0, height=0,
+                           fps=0.0, decoded=n, blank=0)
+
+    def new_index(self) -> HammingIndex:
+        return HammingIndex()
+
+    def index_add(self, index: HammingIndex, pks: np.ndarray, values: list[VideoFrames]) -> None:
+        for pk, frames in zip(pks.tolist(), values):
+            ids = entry_ids(pk, MAX_FRAMES, len(frames))
+            index.add(ids, frames.codes[: len(ids)])
+
+    def index_remove(self, index: HammingIndex, pks: np.ndarray) -> None:
+        index.remove(entry_ids(pks, MAX_FRAMES))
+
+    def search(self, index: HammingIndex, values: list[VideoFrames]) -> tuple[np.ndarray, np.ndarray]:
+        rows, found = [], []
+        for row, frames in enumerate(values):
+            hits = index.search(np.concatenate([frames.codes, frames.mirrored]), self.config.frame_radius)
+            owners, counts = np.unique(hits.ids // MAX_FRAMES, return_counts=True)
+            owners = owners[counts >= self.config.min_frame_hits]
+            rows.append(np.full(len(owners), row, np.int64))
+            found.append(owners.astype(np.int64))
+        return np.concatenate(rows), np.concatenate(found)
+
+    def similarity(self, a: list[VideoFrames], b: list[VideoFrames]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        matches = [video_match(x, y, self.config.frame_radius) for x, y in zip(a, b)]
+        aligned = np.array([m.score for m in matches], np.float64)
+        return aligned, {"aligned": aligned, "mirrored": np.array([m.mirrored for m in matches], bool)}

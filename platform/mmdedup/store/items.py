@@ -1,0 +1,104 @@
+"""Items and their assets: written by ingest, read by the signals and the results."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from typing import Iterable
+
+from sqlalchemy import delete, func, insert, or_, select, update
+from sqlalchemy.orm import Session
+
+from .db import insert_rows, select_in
+from .schema import Asset, Failure, Item, Pair, Signature
+
+ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint")
+
+
+# --- ingest ----------------------------------------------------------------------------
+
+
+def fingerprints(session: Session, ids: list[str]) -> dict[str, tuple[int, str]]:
+    """{id: (pk, fingerprint)} of the stored items among `ids`."""
+    return {id_: (pk, fp) for id_, pk, fp in select_in(
+        session, "SELECT id, pk, fingerprint FROM items WHERE id IN ({values})", ids)}
+
+
+def insert_items(session: Session, rows: list[tuple], constants: dict[str, object]) -> dict[str, int]:
+    """New items (tuples of ITEM_COLUMNS); {id: pk} of them. No RETURNING: on SQLite an
+    ordered RETURNING runs one statement per row; one executemany and one SELECT of the
+    new pks cost far less."""
+    insert_rows(session, Item, ITEM_COLUMNS, rows, constants)
+    return dict(select_in(session, "SELECT id, pk FROM items WHERE id IN ({values})", [r[0] for r in rows]))
+
+
+def update_item(session: Session, pk: int, values: dict[str, object]) -> None:
+    session.execute(update(Item).where(Item.pk == pk).values(**values))
+
+
+def forget_derived(session: Session, pks: list[int]) -> None:
+    """Drop what was derived from changed items' old content: assets, signatures, pairs."""
+    for table in (Asset, Signature):
+        session.execute(delete(table).where(table.item_pk.in_(pks)))
+    session.execute(delete(Pair).where(or_(Pair.a_pk.in_(pks), Pair.b_pk.in_(pks))))
+
+
+def insert_assets(session: Session, rows: list[dict]) -> None:
+    if rows:
+        session.execute(insert(Asset), rows)
+
+
+def members_of(session: Session, content_keys: Iterable[str]) -> dict[str, list[int]]:
+    """{content key: item pks holding it, in pk order}."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for pk, key in sorted(select_in(session, "SELECT pk, content_key FROM items "
+                                             "WHERE content_key IN ({values})", sorted(content_keys))):
+        members[key].append(pk)
+    return members
+
+
+def open_failure_keys(session: Session, source: str) -> set[str]:
+    return set(session.scalars(select(Failure.key).where(Failure.source == source,
+                                                         Failure.resolved_at.is_(None))))
+
+
+def resolve_failures(session: Session, source: str, keys: list[str], now: datetime) -> None:
+    session.execute(update(Failure).where(Failure.source == source, Failure.key.in_(keys),
+                                          Failure.resolved_at.is_(None)).values(resolved_at=now))
+
+
+def insert_failures(session: Session, rows: list[dict]) -> None:
+    if rows:
+        session.execute(insert(Failure), rows)
+
+
+# --- texts -----------------------------------------------------------------------------
+
+
+def count_texts(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(Item).where(Item.text_hash.is_not(None))) or 0
+
+
+def pks_with_text_hash(session: Session, text_hash: str | None) -> list[int]:
+    if text_hash is None:
+        return []
+    return list(session.scalars(select(Item.pk).where(Item.text_hash == text_hash)))
+
+
+def scan_tokens(session: Session, kind: str, after: int, limit: int = 2000) -> list[tuple]:
+    """(pk, tokens version, tokens) of the next `limit` items with text after pk `after`,
+    in pk order; version and tokens None where none are stored."""
+    return session.execute(
+        select(Item.pk, Signature.version, Signature.value)
+        .outerjoin(Signature, (Signature.item_pk == Item.pk) & (Signature.kind == kind))
+        .where(Item.pk > after, Item.text_hash.is_not(None))
+        .order_by(Item.pk).limit(limit)).all()
+
+
+def texts_of(session: Session, pks: list[int]) -> list[tuple[int, str | None, str | None, str | None]]:
+    """(pk, title, text, page text) of these items."""
+    rows = []
+    for start in range(0, len(pks), 5000):
+        rows += session.execute(select(Item.pk, Item.title, Item.text, Item.page_text)
+                                .where(Item.pk.in_(pks[start:start + 5000]))).all()
+    return rows

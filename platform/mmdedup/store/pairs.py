@@ -1,0 +1,83 @@
+"""The pairs table: scored and exact pairs, written and read.
+
+A scored pair is (re)written whenever its items or the models change; an exact pair
+(`EXACT_VERSION`, written by ingest from content keys) is never re-scored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import delete, insert, or_, select, tuple_
+from sqlalchemy.orm import Session
+
+from .db import select_in
+from .schema import Pair, utcnow
+
+EXACT_VERSION = "exact"
+
+
+def stored_pairs(session: Session, pairs: np.ndarray) -> tuple[set[tuple[int, int]], list[tuple[int, int]]]:
+    """Which candidate pairs are stored already: (exact ones, scored ones). Looked up by
+    their first item and filtered here: an IN over (a, b) tuples made SQLAlchemy compile
+    two bind parameters a candidate, which cost more than the scoring."""
+    wanted = set(map(tuple, pairs.tolist()))
+    exact: set[tuple[int, int]] = set()
+    scored: list[tuple[int, int]] = []
+    firsts = np.unique(pairs[:, 0]).tolist()
+    for a, b, version in select_in(session, "SELECT a_pk, b_pk, model_version FROM pairs "
+                                            "WHERE a_pk IN ({values})", firsts):
+        if (a, b) not in wanted:
+            continue
+        if version == EXACT_VERSION:
+            exact.add((a, b))
+        else:
+            scored.append((a, b))
+    return exact, scored
+
+
+def delete_pairs(session: Session, keys: list[tuple[int, int]]) -> None:
+    for start in range(0, len(keys), 2000):
+        session.execute(delete(Pair).where(tuple_(Pair.a_pk, Pair.b_pk).in_(keys[start:start + 2000])))
+
+
+def insert_pairs(session: Session, records: list[dict], version: str, now: datetime | None = None) -> None:
+    """Pair records as `score.pairs.scored_pairs` makes them, stamped with the model version."""
+    if records:
+        now = now or utcnow()
+        session.execute(insert(Pair), [{**r, "model_version": version[-64:], "updated_at": now}
+                                       for r in records])
+
+
+def insert_exact_pairs(session: Session, pairs: dict[tuple[int, int], dict[str, float]]) -> None:
+    """Same-content pairs (score 1, strong, kind same-item) with their signals."""
+    if pairs:
+        now = utcnow()
+        session.execute(insert(Pair), [
+            {"a_pk": a, "b_pk": b, "score": 1.0, "tier": "strong", "kind": "same-item",
+             "signals": signals, "model_version": EXACT_VERSION, "updated_at": now}
+            for (a, b), signals in sorted(pairs.items())
+        ])
+
+
+def pairs_touching(session: Session, pks: list[int]) -> np.ndarray:
+    """Scored (not exact) pairs touching these items: re-scored when a model changes."""
+    rows = []
+    for start in range(0, len(pks), 5000):
+        chunk = pks[start:start + 5000]
+        rows += session.execute(select(Pair.a_pk, Pair.b_pk).where(
+            Pair.model_version != EXACT_VERSION,
+            or_(Pair.a_pk.in_(chunk), Pair.b_pk.in_(chunk)))).all()
+    return np.asarray(rows, np.int64).reshape(-1, 2)
+
+
+def scored_pair_keys(session: Session) -> np.ndarray:
+    """Every scored pair, in order: what a change of fusion re-scores."""
+    return np.array(session.execute(select(Pair.a_pk, Pair.b_pk).where(
+        Pair.model_version != EXACT_VERSION).order_by(Pair.a_pk, Pair.b_pk)).all(),
+        np.int64).reshape(-1, 2)
+
+
+def pair_tiers(session: Session) -> dict[tuple[int, int], str]:
+    return {(a, b): t for a, b, t in session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier))}
