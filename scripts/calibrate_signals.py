@@ -2,7 +2,7 @@
 
 Every signal's raw figure (the text Jaccard estimate, the image pHash distance in bits, the
 video's aligned share of frames, the semantic cosine) is mapped by a piecewise-linear map
-(`*_calibration` in config.py) onto one common scale where the tier thresholds mean the
+(each signal's `calibration`, signals/<name>.py) onto one common scale where the tier thresholds mean the
 same thing for every signal. This script fits those maps on labelled pairs, with one
 definition for every signal:
 
@@ -48,7 +48,7 @@ Labelled pairs come from the benchmark generators in scripts/bench, seeded:
 
 For each signal it prints the fitted knots next to the current default, precision and
 recall of the benchmark pairs at the weak, medium and strong tiers under both maps, and
-the exact config.py lines of the fitted maps.
+the exact settings lines of the fitted maps.
 
     python scripts/calibrate_signals.py [--seed 1] [--prior 0.01] [--signals text,image,video]
                                         [--semantic] [--clips 10]
@@ -68,6 +68,7 @@ from pathlib import Path
 import numpy as np
 
 from mmdedup.config import Settings
+from mmdedup.signals import registry
 
 BENCH = Path(__file__).resolve().parent / "bench"
 if str(BENCH) not in sys.path:
@@ -240,8 +241,8 @@ class Pairs:
 def _text_raw(texts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """textsig.similarity()["raw"] of text pairs (a[k], b[k]), every text signed under a
     TF-IDF model counted over these texts (what a store's refresh makes)."""
-    from mmdedup.learn.tfidf import TfidfModel, count_documents
-    from mmdedup.textsig import TextSigner, similarity, tokenize_texts
+    from mmdedup.extract.term_weights import TfidfModel, count_documents
+    from mmdedup.extract.text_sketches import TextSigner, similarity, tokenize_texts
 
     tokens = tokenize_texts(texts)
     keys, df = count_documents(tokens)
@@ -542,15 +543,26 @@ def semantic_pairs(seed: int) -> list[Pairs]:
 # --------------------------------------------------------------------------------------
 
 
+def current_map(settings: Settings, setting: str) -> tuple:
+    """The map in force named "<signal>_<field>" ("text_calibration": the text signal's
+    `calibration`, "clip_text_calibration": the clip signal's `text_calibration`)."""
+    for name, kind in registry.settings_types().items():
+        if setting.startswith(name + "_"):
+            return getattr(settings.signal(name, kind), setting[len(name) + 1:])
+    raise KeyError(setting)
+
+
 def fmt_map(calibration) -> str:
     return ", ".join(f"({x:g}, {y:g})" for x, y in calibration)
 
 
 def config_lines(signal: Signal, calibration, command: str) -> str:
-    """The setting as config.py writes it: a comment naming the command, the knots."""
+    """The setting as the signal's settings class writes it (signals/<name>.py): a comment
+    naming the command, the knots."""
     pts = [f"({float(x)!r}, {float(y)!r})" for x, y in calibration]
+    field_name = signal.setting[len(signal.name) + 1:]
     lines = [f"    # fitted by `{command}`",
-             f"    {signal.setting}: tuple[tuple[float, float], ...] = ("]
+             f"    {field_name}: Calibration = ("]
     line = "       "
     for i, p in enumerate(pts):
         piece = " " + p + (")" if i == len(pts) - 1 else ",")
@@ -577,7 +589,8 @@ def main(argv: list[str] | None = None) -> int:
     makers = {
         "text": lambda: text_pairs(args.seed) + web_pairs(args.seed),
         "image": lambda: image_pairs(args.seed),
-        "video": lambda: video_pairs(args.seed, args.clips, settings.video_frame_radius),
+        "video": lambda: video_pairs(args.seed, args.clips,
+                                     settings.signal("video", registry.settings_types()["video"]).frame_radius),
         "semantic": lambda: semantic_pairs(args.seed),
     }
     print(f"# Signal calibration (seed {args.seed}, prior {args.prior:g}: score = P(duplicate | raw) "
@@ -593,7 +606,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"## {name}: skipped ({exc})\n")
             continue
         data = Pairs.concat(parts)
-        current = getattr(settings, signal.setting)
+        current = current_map(settings, signal.setting)
         fit = fit_map(data.raw, data.label, signal, prior=args.prior, tiers=tuple(tiers.values()))
         fitted[name] = fit
         pos, neg = data.raw[data.label], data.raw[~data.label]
@@ -624,7 +637,7 @@ def main(argv: list[str] | None = None) -> int:
         command = (f"python scripts/calibrate_signals.py --seed {args.seed}"
                    + ("" if args.prior == DEFAULT_PRIOR else f" --prior {args.prior:g}"))
         good = [n for n in fitted if verdicts[n]]
-        print("Fitted maps at least as good as the defaults, as config.py lines:\n")
+        print("Fitted maps at least as good as the defaults, as settings lines:\n")
         for name in good:
             print(config_lines(SIGNALS[name], fitted[name], command))
         if len(good) < len(fitted):

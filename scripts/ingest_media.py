@@ -43,7 +43,7 @@ from sqlalchemy import func, select
 
 from mmdedup import Platform
 from mmdedup.config import TIERS
-from mmdedup.items import HTML_EXTENSIONS, IMAGE_EXTENSIONS, VIDEO_EXTENSIONS
+from mmdedup.input.items import HTML_EXTENSIONS, IMAGE_EXTENSIONS, VIDEO_EXTENSIONS
 from mmdedup.store.schema import Item, Pair
 
 STAGING = ".mmdedup-staging"

@@ -28,22 +28,27 @@ MAPS = {
 }
 
 
+def knots(setting: str) -> tuple:
+    """The default map named "<signal>_<field>" (text_calibration, clip_text_calibration)."""
+    return cs.current_map(S, setting)
+
+
 def score(setting: str, raw: float) -> float:
-    return float(cs.apply(getattr(S, setting), raw))
+    return float(cs.apply(knots(setting), raw))
 
 
 @pytest.mark.parametrize("setting,increasing", MAPS.items())
 def test_default_maps_are_monotone(setting: str, increasing: bool) -> None:
-    knots = getattr(S, setting)
-    xs = np.array([x for x, _ in knots])
-    ys = np.array([y for _, y in knots])
-    assert len(knots) >= 2 and np.all(np.diff(xs) > 0), "raw knots strictly increasing"
+    points = knots(setting)
+    xs = np.array([x for x, _ in points])
+    ys = np.array([y for _, y in points])
+    assert len(points) >= 2 and np.all(np.diff(xs) > 0), "raw knots strictly increasing"
     assert np.all((ys >= 0) & (ys <= 1))
     steps = np.diff(ys)
     assert np.all(steps >= 0) if increasing else np.all(steps <= 0)
     # and so is the interpolated map, over and beyond the knots
     grid = np.linspace(xs[0] - 1, xs[-1] + 1, 2001)
-    values = cs.apply(knots, grid)
+    values = cs.apply(points, grid)
     assert np.all(np.diff(values) >= -1e-12) if increasing else np.all(np.diff(values) <= 1e-12)
 
 
@@ -61,8 +66,9 @@ def test_documented_anchor_points() -> None:
     assert S.tier_medium <= score("text_calibration", 0.6) < S.tier_strong
     assert score("text_calibration", 0.65) >= S.tier_strong
     assert score("text_calibration", 0.3) < S.tier_weak
-    raw_at = {t: np.interp(getattr(S, f"tier_{t}"), [y for _, y in S.text_calibration],
-                           [x for x, _ in S.text_calibration]) for t in ("medium", "strong")}
+    text_map = knots("text_calibration")
+    raw_at = {t: np.interp(getattr(S, f"tier_{t}"), [y for _, y in text_map],
+                           [x for x, _ in text_map]) for t in ("medium", "strong")}
     assert raw_at["strong"] - raw_at["medium"] >= 0.05
     # image: a pHash distance of 12 is not a sure copy: it goes to review (medium); 8 bits
     # is strong; 14 bits (the next even distance) is below the tiers
@@ -73,7 +79,7 @@ def test_documented_anchor_points() -> None:
     assert score("video_calibration", 0.9) >= S.tier_strong
     assert score("video_calibration", 0.6) < S.tier_weak
     # the uncalibrated CLIP text-to-image map never claims a duplicate
-    assert max(y for _, y in S.clip_text_calibration) < S.tier_weak
+    assert max(y for _, y in knots("clip_text_calibration")) < S.tier_weak
 
 
 # --- the fit -------------------------------------------------------------------------------

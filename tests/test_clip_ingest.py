@@ -38,7 +38,7 @@ def test_clip_vectors_stored_indexed_and_fused(platform: Platform, posts, tiny_c
     write_registry(tmp_path, f'[clip]\nmodel = "{TINY}"\ncheckpoint = "{tiny_checkpoint}"\n', monkeypatch)
     monkeypatch.setattr(clip, "_default", None)
     platform.ingest(posts)
-    assert platform.clip.off_reason is None
+    assert platform.signal("clip").off_reason is None
     with platform.sessions() as session:
         rows = session.execute(select(Signature.item_pk, Signature.value).where(Signature.kind == "clip")).all()
     assert len(rows) == 3
@@ -118,6 +118,7 @@ def test_text_query_searches_pictures_through_the_text_tower(
         platform.ingest(posts + [{"id": "t", "text": "an astronaut in a white suit floats above the earth"}])
         results = platform.query(QUERY, k=10)
         settings = platform.settings
+        text_map = platform.signal("clip").config.text_calibration
         with platform.sessions() as session:
             stored = dict(session.execute(select(Signature.item_pk, Signature.value)
                                           .where(Signature.kind == "clip")).all())
@@ -139,7 +140,7 @@ def test_text_query_searches_pictures_through_the_text_tower(
         r = by_id[ids[pk]]
         assert set(r) == {"id", "score", "signals", "details"}
         assert r["details"]["clip_text_cosine"] == pytest.approx(cosine, abs=1e-3)
-        xs, ys = zip(*settings.clip_text_calibration)
+        xs, ys = zip(*text_map)
         assert r["signals"]["clip_text"] == pytest.approx(float(np.interp(cosine, xs, ys)), abs=1e-3)
         assert "text" not in r["signals"]  # pictures only: no text of their own
         assert r["score"] == pytest.approx(r["signals"]["clip_text"], abs=1e-4)  # alone, it is the score
@@ -153,7 +154,7 @@ def test_text_query_without_clip_is_unchanged(home: Path, db_url: str, posts, tm
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """CLIP off (no weights) or no CLIP vectors stored: a text query gives what it gave
     before CLIP text queries existed, and a store without vectors never loads the model."""
-    from mmdedup.clip_stage import ClipStage
+    from mmdedup.signals.clip import ClipSignal as ClipStage
 
     texts = [{"id": "t1", "text": "The council approved the plan to build a stadium on Tuesday after a long debate."},
              {"id": "t2", "text": "On Tuesday the council approved the plan to build a stadium after a long debate."}]
@@ -162,9 +163,9 @@ def test_text_query_without_clip_is_unchanged(home: Path, db_url: str, posts, tm
     with Platform.open(home, db_url) as platform:
         platform.ingest(texts)
         before = platform.query(texts[0]["text"], k=5)
-        assert platform.clip._encoder is None and platform.clip.off_reason is None  # never tried
+        assert platform.signal("clip")._encoder is None and platform.signal("clip").off_reason is None  # never tried
         platform.ingest(posts)  # pictures, CLIP off: no vectors
-        assert platform.clip.off_reason is not None
+        assert platform.signal("clip").off_reason is not None
         with_pictures = platform.query(texts[0]["text"], k=5)
         monkeypatch.setattr(ClipStage, "query_text", lambda self, text: {})
         without = platform.query(texts[0]["text"], k=5)

@@ -9,6 +9,8 @@ import pytest
 from mmdedup import Platform
 from mmdedup.score.cluster import accepted_edges, components
 
+CONTENT = ("text", "semantic", "image", "video")  # the content signals
+
 from conftest import write_manifest
 
 ITEMS = [
@@ -65,7 +67,7 @@ def test_label_unknown_item_is_a_clear_error(loaded: Platform) -> None:
 def test_components_and_rejected_edges() -> None:
     edges = accepted_edges([(1, 2, "strong", None), (2, 3, "strong", {"text": 0.95}),
                             (4, 5, "medium", None), (6, 7, "strong", None)],
-                           {(6, 7): "distinct", (4, 5): "duplicate"}, 0.7)
+                           {(6, 7): "distinct", (4, 5): "duplicate"}, 0.7, CONTENT)
     assert components(edges) == [[1, 2, 3], [4, 5]]
 
 
@@ -77,6 +79,6 @@ def test_partial_reuse_does_not_chain_items_that_share_nothing() -> None:
              (2, 3, "strong", {"text": 0.97, "image": 0.1}),
              (4, 5, "strong", {"text": 0.95, "image": 0.92}),  # the same item
              (6, 7, "strong", {"text": 0.93})]  # text only: nothing to disagree
-    assert components(accepted_edges(pairs, {}, 0.7)) == [[4, 5], [6, 7]]
+    assert components(accepted_edges(pairs, {}, 0.7, CONTENT)) == [[4, 5], [6, 7]]
     # a reviewer can still join them
-    assert components(accepted_edges(pairs, {(1, 2): "duplicate"}, 0.7)) == [[1, 2], [4, 5], [6, 7]]
+    assert components(accepted_edges(pairs, {(1, 2): "duplicate"}, 0.7, CONTENT)) == [[1, 2], [4, 5], [6, 7]]

@@ -6,30 +6,40 @@ from __future__ import annotations
 import pytest
 
 from mmdedup.config import Settings
-from mmdedup.score.fusion import fuse, match_kind
+from mmdedup.signals import registry
+from mmdedup.signals.scorer import fusion_of
 
-W = Settings().fusion_weights
+# The product's fusion: weights and content signals from the registered signals' defaults.
+FUSION = fusion_of([kind for kind in registry.SIGNALS], Settings())
+
+
+def fuse(signals):
+    return FUSION.fuse(signals)
+
+
+def match_kind(signals, threshold):
+    return FUSION.kind(signals, threshold)
 
 
 def test_missing_signals_renormalise() -> None:
-    assert fuse({"text": 0.8}, W) == pytest.approx(0.8)
-    assert fuse({"text": 0.8, "image": None}, W) == pytest.approx(0.8)
-    both = fuse({"text": 0.6, "image": 0.6}, W)
+    assert fuse({"text": 0.8}) == pytest.approx(0.8)
+    assert fuse({"text": 0.8, "image": None}) == pytest.approx(0.8)
+    both = fuse({"text": 0.6, "image": 0.6})
     assert both == pytest.approx(0.6)
 
 
 def test_strong_single_signal_not_drowned() -> None:
-    assert fuse({"text": 0.1, "image": 0.97}, W) == pytest.approx(0.97)
-    assert fuse({"text": 0.95, "dom": 0.02}, W) == pytest.approx(0.95)
+    assert fuse({"text": 0.1, "image": 0.97}) == pytest.approx(0.97)
+    assert fuse({"text": 0.95, "dom": 0.02}) == pytest.approx(0.95)
 
 
 def test_dom_alone_never_makes_a_duplicate() -> None:
-    score = fuse({"text": 0.1, "dom": 1.0}, W)
+    score = fuse({"text": 0.1, "dom": 1.0})
     assert Settings().tier(score) is None
 
 
 def test_dom_moves_the_mean_a_little() -> None:
-    assert fuse({"text": 0.85, "dom": 1.0}, W) > 0.85
+    assert fuse({"text": 0.85, "dom": 1.0}) > 0.85
 
 
 def test_tiers_at_their_boundaries() -> None:

@@ -14,9 +14,13 @@ import pytest
 from mmdedup.config import Settings
 from mmdedup.learn.fusion_fit import FusionModel, fit_from_settings, fit_fusion
 from mmdedup.score.fusion import fuse
+from mmdedup.signals import registry
+from mmdedup.signals.scorer import fusion_of
 
 S = Settings()
-W = S.fusion_weights
+FUSION = fusion_of(registry.SIGNALS, S)
+W = dict(FUSION.weights)
+CONTENT = FUSION.media
 TIERS = (S.tier_strong, S.tier_medium, S.tier_weak)
 
 
@@ -53,19 +57,19 @@ def test_no_fit_below_the_minimum() -> None:
     data = synth(0, 200)
     dups = [e for e in data if e[1]][:19]
     distinct = [e for e in data if not e[1]][:50]
-    model = fit_fusion(dups + distinct, W, TIERS, min_labels=20)
+    model = fit_fusion(dups + distinct, W, TIERS, content=CONTENT, min_labels=20)
     assert not model.fitted
     assert model.weights == W
     assert (model.strong, model.medium, model.weak) == TIERS
     assert (model.n_duplicate, model.n_distinct) == (19, 50)
     assert model.reason == "not enough labels (duplicate 19, distinct 50; need 20 of each)"
-    assert fit_fusion([], W, TIERS).reason.startswith("not enough labels (duplicate 0")
+    assert fit_fusion([], W, TIERS, content=CONTENT).reason.startswith("not enough labels (duplicate 0")
     # the settings' minimum is the one applied
-    assert "need 20 of each" in fit_from_settings(dups + distinct, S).reason
+    assert "need 20 of each" in fit_from_settings(dups + distinct, S, FUSION).reason
 
 
 def test_separating_signal_gains_weight_the_other_loses() -> None:
-    model = fit_fusion(synth(1, 400), W, TIERS, min_labels=20)
+    model = fit_fusion(synth(1, 400), W, TIERS, content=CONTENT, min_labels=20)
     assert model.fitted, model.reason
     assert model.weights["image"] > W["image"] * 1.2
     assert model.weights["dom"] < W["dom"]
@@ -81,27 +85,27 @@ def test_separating_signal_gains_weight_the_other_loses() -> None:
 
 def test_prior_holds_the_defaults_against_random_labels() -> None:
     for seed in range(4):
-        model = fit_fusion(synth(10 + seed, 300, random_labels=True), W, TIERS)
+        model = fit_fusion(synth(10 + seed, 300, random_labels=True), W, TIERS, content=CONTENT)
         assert model.fitted
         for k, w in W.items():
             assert 0.85 * w <= model.weights[k] <= 1.15 * w, (seed, k, model.weights)
 
 
 def test_more_labels_move_weights_further() -> None:
-    few = fit_fusion(synth(2, 60), W, TIERS)
-    many = fit_fusion(synth(2, 1000), W, TIERS)
+    few = fit_fusion(synth(2, 60), W, TIERS, content=CONTENT)
+    many = fit_fusion(synth(2, 1000), W, TIERS, content=CONTENT)
     assert few.fitted and many.fitted
     assert W["image"] < few.weights["image"] < many.weights["image"]
-    strong_prior = fit_fusion(synth(2, 1000), W, TIERS, prior_strength=100.0)
+    strong_prior = fit_fusion(synth(2, 1000), W, TIERS, content=CONTENT, prior_strength=100.0)
     assert W["image"] < strong_prior.weights["image"] < many.weights["image"]
 
 
 def test_held_out_separation_at_least_the_defaults() -> None:
-    model = fit_fusion(synth(3, 400), W, TIERS)
+    model = fit_fusion(synth(3, 400), W, TIERS, content=CONTENT)
     held_out = synth(4, 2000)
     labels = [d for _, d in held_out]
-    fitted = auc([fuse(s, model.weights) for s, _ in held_out], labels)
-    default = auc([fuse(s, W) for s, _ in held_out], labels)
+    fitted = auc([fuse(s, model.weights, CONTENT) for s, _ in held_out], labels)
+    default = auc([fuse(s, W, CONTENT) for s, _ in held_out], labels)
     assert fitted >= default
     # the labelled metrics say the same, for the defaults and the fitted model
     assert model.metrics["new"]["auc"] >= model.metrics["old"]["auc"]
@@ -123,7 +127,7 @@ def test_thresholds_from_the_label_distributions() -> None:
     rng = np.random.default_rng(5)
     dup = np.clip(rng.normal(0.88, 0.04, 60), 0, 1)
     dis = np.clip(rng.normal(0.76, 0.05, 60), 0, 1)  # overlapping: a review band remains
-    model = fit_fusion(_labelled(dup, dis), W, TIERS)
+    model = fit_fusion(_labelled(dup, dis), W, TIERS, content=CONTENT)
     _check_order(model)
     assert model.medium < model.strong
     # medium: mean_dup - 2 sd_dup, rounded down
@@ -144,39 +148,39 @@ def test_thresholds_from_the_label_distributions() -> None:
 def test_thresholds_floored_and_capped() -> None:
     rng = np.random.default_rng(6)
     # duplicates spread wide: medium would fall below weak
-    wide = fit_fusion(_labelled(rng.uniform(0.3, 1.0, 50), rng.uniform(0.0, 0.5, 50)), W, TIERS)
+    wide = fit_fusion(_labelled(rng.uniform(0.3, 1.0, 50), rng.uniform(0.0, 0.5, 50)), W, TIERS, content=CONTENT)
     _check_order(wide)
     # cleanly separated: the review band narrows (medium rises toward the duplicates), but
     # auto-merging is never loosened below the configured strong
     clean = fit_fusion(_labelled(rng.normal(0.93, 0.02, 60), rng.normal(0.70, 0.03, 60)),
-                       W, TIERS)
+                       W, TIERS, content=CONTENT)
     _check_order(clean)
     assert clean.strong == S.tier_strong and "never loosen" in clean.reason
     assert S.tier_medium < clean.medium < clean.strong
     assert wide.medium == S.tier_weak and "medium floored" in wide.reason
     # distinct pairs far below: strong still not below the configured strong
-    low = fit_fusion(_labelled(rng.uniform(0.95, 1.0, 50), rng.uniform(0.0, 0.3, 50)), W, TIERS)
+    low = fit_fusion(_labelled(rng.uniform(0.95, 1.0, 50), rng.uniform(0.0, 0.3, 50)), W, TIERS, content=CONTENT)
     _check_order(low)
     assert low.strong == S.tier_strong
     # distinct pairs at the top score: strong capped at 1.0, medium no higher
     top = fit_fusion(_labelled(rng.uniform(0.95, 1.0, 50),
-                               np.r_[rng.uniform(0.5, 0.8, 49), 1.0]), W, TIERS)
+                               np.r_[rng.uniform(0.5, 0.8, 49), 1.0]), W, TIERS, content=CONTENT)
     _check_order(top)
     assert top.strong == 1.0 and "capped" in top.reason
     assert top.medium <= top.strong
     for seed in range(5):
-        _check_order(fit_fusion(synth(20 + seed, 200), W, TIERS))
+        _check_order(fit_fusion(synth(20 + seed, 200), W, TIERS, content=CONTENT))
 
 
 def test_params_round_trip_and_version() -> None:
-    model = fit_fusion(synth(7, 300), W, TIERS)
+    model = fit_fusion(synth(7, 300), W, TIERS, content=CONTENT)
     params = json.loads(json.dumps(model.as_params()))  # as stored in a JSON column
     back = FusionModel.from_params(params)
     assert back == model and back.as_params() == model.as_params()
     assert back.version == model.version == params["version"]
     assert model.version.startswith("fusion-") and len(model.version) <= 64
     # stable: the same labels give the same version, and it does not depend on metrics
-    assert fit_fusion(synth(7, 300), W, TIERS).version == model.version
+    assert fit_fusion(synth(7, 300), W, TIERS, content=CONTENT).version == model.version
     assert FusionModel(**{**vars(model), "metrics": {}}).version == model.version
     # changes with the weights or the thresholds
     other = dict(model.weights, dom=model.weights["dom"] + 0.01)
@@ -190,18 +194,18 @@ def test_params_round_trip_and_version() -> None:
     ).hexdigest()[:16]
     with pytest.raises(ValueError):
         FusionModel.from_params({**params, "strong": 0.5})  # version no longer matches
-    unfitted = fit_fusion([], W, TIERS)
+    unfitted = fit_fusion([], W, TIERS, content=CONTENT)
     assert FusionModel.from_params(unfitted.as_params()) == unfitted
 
 
 def test_bad_input_refused() -> None:
     with pytest.raises(TypeError):
-        fit_fusion([({"text": 0.9}, "duplicate")], W, TIERS)
+        fit_fusion([({"text": 0.9}, "duplicate")], W, TIERS, content=CONTENT)
     with pytest.raises(ValueError):
-        fit_fusion([({"text": 1.5}, True)], W, TIERS)
+        fit_fusion([({"text": 1.5}, True)], W, TIERS, content=CONTENT)
     with pytest.raises(ValueError):
-        fit_fusion([], W, (0.7, 0.8, 0.9))
+        fit_fusion([], W, (0.7, 0.8, 0.9), content=CONTENT)
     # NaN is missing, like None
     data = synth(8, 200)
     nan = [({**s, "clip": float("nan")} if "clip" not in s else s, d) for s, d in data]
-    assert fit_fusion(nan, W, TIERS).weights == fit_fusion(data, W, TIERS).weights
+    assert fit_fusion(nan, W, TIERS, content=CONTENT).weights == fit_fusion(data, W, TIERS, content=CONTENT).weights

@@ -195,7 +195,7 @@ def test_fingerprint_json_is_the_json_it_stands_for() -> None:
     stores fingerprinted before it still see their items as unchanged."""
     import random
 
-    from mmdedup.items import _fingerprint_json, _json
+    from mmdedup.input.items import _fingerprint_json, _json
 
     rng = random.Random(1)
     alphabet = 'ab "\\\t\n\x01\x7fé中\u2028'

@@ -134,7 +134,7 @@ def test_rollback_restores_the_previous_scores(labelled, home: Path, db_url: str
     assert report.rolled_back and report.resigned
     assert p.pairs() == before
     with Platform.open(home, db_url) as fresh:  # what a new process sees
-        assert fresh.text.signer.words is weights.UNIT or not fresh.text.signer.words.words
+        assert fresh.signal("text").signer.words is weights.UNIT or not fresh.signal("text").signer.words.words
         assert fresh.pairs() == before
     with pytest.raises(LookupError):
         p.retrain(rollback=True)
@@ -146,7 +146,7 @@ def test_labels_and_models_survive_reopening(labelled, home: Path, db_url: str) 
     after = p.pairs()
     with Platform.open(home, db_url) as fresh:
         assert fresh.pairs() == after
-        assert fresh.text.signer.version == p.text.signer.version
+        assert fresh.signal("text").signer.version == p.signal("text").signer.version
         assert fresh.stats()["labels"] == {"distinct": len(train)}
 
 
@@ -238,12 +238,12 @@ def test_the_scheduled_job_logs_one_json_line_and_reports_a_busy_lock(
 def test_a_long_lived_process_follows_a_retrain_made_elsewhere(labelled, home: Path, db_url: str,
                                                                 tmp_path: Path) -> None:
     p, _, unseen = labelled
-    stale_version = p.text.signer.version
+    stale_version = p.signal("text").signer.version
     with Platform.open(home, db_url) as elsewhere:
         elsewhere.retrain()
-        fresh_version = elsewhere.text.signer.version
+        fresh_version = elsewhere.signal("text").signer.version
     assert fresh_version != stale_version
     text = UNSEEN[1].format(d="不予批准")
     p.ingest(write_manifest(tmp_path / "later", [{"id": "late", "text": text}]))
-    assert p.text.signer.version == fresh_version
+    assert p.signal("text").signer.version == fresh_version
     assert not any({x["a"], x["b"]} == {"late", unseen[1][0]} for x in p.pairs())

@@ -31,7 +31,7 @@ def test_semantic_signal_on(home: Path, db_url: str) -> None:
     (home / "config.toml").write_text('semantic = "on"\n')
     with Platform.open(home, db_url) as platform:
         platform.ingest(TEXTS)
-        assert platform.semantic.off_reason is None
+        assert platform.signal("semantic").off_reason is None
         assert semantic_rows(platform) == 3
         pairs = {frozenset((p["a"], p["b"])): p for p in platform.pairs("weak")}
     pair = pairs[frozenset(("a", "b"))]

@@ -13,11 +13,15 @@ from sqlalchemy import select, update
 
 from mmdedup import Platform
 from mmdedup.extract.minhash import jaccard
-from mmdedup import textsig
+from mmdedup.extract import text_sketches as textsig
+from mmdedup.input.items import probe_item
 from mmdedup.extract.text import SHORT_CHARS, hash_tokens, shingle_version, text_shingle_hashes
-from mmdedup.learn.tfidf import prior_model
+from mmdedup.extract.term_weights import prior_model
 from mmdedup.store.schema import Item, Signature
-from mmdedup.textsig import KIND, SHINGLE_N, TOKENS_KIND, TextSigner, _shingles, tokenize_texts
+from mmdedup.extract.text_sketches import SHINGLE_N, TextSigner, _shingles, tokenize_texts
+from mmdedup.signals.text import TOKENS_KIND
+
+KIND = "text"
 
 BJ = "今天北京天气晴朗适合出游"
 BJ_EDIT = "今天北京天气晴朗适宜出游"  # one character changed
@@ -45,7 +49,7 @@ def test_one_edit_of_a_short_post_is_a_strong_pair_and_another_post_is_not(platf
                      {"bj": BJ, "bj-edit": BJ_EDIT, "gz": GZ, "en": EN, "en-edit": EN_EDIT,
                       "en-other": EN_OTHER}.items()])
     pairs = {tuple(sorted((p["a"], p["b"]))): p for p in platform.pairs("weak")}
-    signer = platform.text.signer
+    signer = platform.signal("text").signer
     for a, b, before in (("bj", "bj-edit", word_jaccard(signer, BJ, BJ_EDIT)),
                          ("en", "en-edit", word_jaccard(signer, EN, EN_EDIT))):
         pair = pairs[(a, b)]
@@ -55,10 +59,16 @@ def test_one_edit_of_a_short_post_is_a_strong_pair_and_another_post_is_not(platf
     for a, b in (("bj", "gz"), ("bj-edit", "gz"), ("en", "en-other"), ("en-edit", "en-other")):
         assert pairs.get((a, b), {"tier": "weak"})["tier"] == "weak", pairs[(a, b)]
     # What a query sees is what ingest stored.
-    (hit,) = platform.text.query([BJ_EDIT])
+    hit = text_query(platform, BJ_EDIT)
     assert hit[platform_pk(platform, "bj-edit")]["jaccard"] == 1.0
     assert hit[platform_pk(platform, "bj")]["jaccard"] == pytest.approx(
         pairs[("bj", "bj-edit")]["details"]["text"]["jaccard"], abs=1e-4)
+
+
+def text_query(platform: Platform, text: str) -> dict[int, dict[str, float]]:
+    """{pk: raw figures} of the stored texts the text signal finds for `text`."""
+    found = platform.signal("text").query(probe_item(text, None, None, platform.settings))
+    return {pk: figures for pk, (_, figures) in found.items()}
 
 
 def platform_pk(platform: Platform, external: str) -> int:
@@ -83,26 +93,26 @@ def test_ingest_resign_refresh_and_query_sign_alike(platform: Platform) -> None:
     order = sorted(by_pk)
 
     def expected() -> dict[int, tuple[str, bytes]]:
-        signer = platform.text.signer
+        signer = platform.signal("text").signer
         sk = signer.sign([by_pk[p] for p in order])
         return {p: (signer.version, sk.pack(i)) for i, p in enumerate(order)}
 
     at_ingest = stored(platform)
     assert at_ingest == expected()
     # A re-sign reads stored tokens and, for the short ones, the texts.
-    platform.text.resign_all()
+    platform.signal("text").resign_all()
     assert stored(platform) == at_ingest
     # ... also where the stored tokens are stale and tokenised again on the way.
     with platform.sessions.begin() as session:
         session.execute(update(Signature).where(Signature.kind == TOKENS_KIND).values(version="old"))
-    platform.text.resign_all()
+    platform.signal("text").resign_all()
     assert stored(platform) == at_ingest
     # A TF-IDF refresh: a new version, signed as `sign` (a query) signs.
-    platform.text.refresh()
+    platform.signal("text").refresh()
     after = stored(platform)
     assert after != at_ingest and after == expected()
     for text in (BJ, EN, LONG):
-        (hit,) = platform.text.query([text])
+        hit = text_query(platform, text)
         p = next(p for p, t in by_pk.items() if t == text)
         assert hit[p]["jaccard"] == 1.0 and hit[p]["wjaccard"] == 1.0
 

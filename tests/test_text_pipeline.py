@@ -12,7 +12,7 @@ from sqlalchemy import select, update
 
 from mmdedup import Platform
 from mmdedup.store.schema import ModelVersion, Signature
-from mmdedup.textsig import KIND
+KIND = "text"  # the text signal's signatures
 
 NEWS = [
     "The city council approved the new budget on Tuesday after a long debate.",
@@ -118,14 +118,14 @@ def test_tfidf_refresh_gives_template_words_no_weight(home: Path, db_url: str) -
         docs = zipf_corpus(60, template)
         docs.append({"id": "copy", "text": docs[0]["text"].replace("w1x", "w2x", 2)})
         platform.ingest(docs)
-        assert platform.text.refreshes >= 1
+        assert platform.signal("text").refreshes >= 1
         with platform.sessions() as session:
             active = session.scalar(select(ModelVersion).where(ModelVersion.kind == "tfidf",
                                                                ModelVersion.active.is_(True)))
             versions = set(session.scalars(select(Signature.version).where(Signature.kind == KIND)))
         assert active is not None and active.params["n_docs"] >= 40
-        assert versions == {platform.text.signer.version}
-        weights = platform.text.signer.term_weights(
+        assert versions == {platform.signal("text").signer.version}
+        weights = platform.signal("text").signer.term_weights(
             __import__("mmdedup.extract.text", fromlist=["hash_strings"]).hash_strings(["privacy", "subscribe"]))
         assert np.all(weights == 0)
         pairs = pair_map(platform)
@@ -136,7 +136,7 @@ def test_signatures_of_another_version_are_never_compared(platform: Platform) ->
     platform.ingest([{"id": "orig", "text": "\n".join(NEWS)}])
     with platform.sessions.begin() as session:
         session.execute(update(Signature).where(Signature.kind == KIND).values(version="other"))
-    platform.text._index = None  # a new process: the index is reopened from the store
+    platform.signal("text")._index = None  # a new process: the index is reopened from the store
     assert platform.query(" ".join(NEWS[1:])) == []
 
 
@@ -204,5 +204,5 @@ def test_texts_signed_by_an_earlier_version_are_signed_again_before_an_ingest(ho
         p.ingest([{"id": "new", "text": " ".join(NEWS[:4]) + " Published on 2 May."}])
         with p.sessions() as session:
             versions = set(session.scalars(select(Signature.version).where(Signature.kind == KIND)))
-        assert versions == {p.text.signer.version}
+        assert versions == {p.signal("text").signer.version}
         assert ("new", "old") in pair_map(p)

@@ -121,8 +121,7 @@ class Platform:
             signal.catch_up()
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
-                          signals=self._signals, scorer=self._scorer, workers=workers,
-                          keep_pixels=any(s.wants_pixels() for s in self._signals))
+                          signals=self._signals, scorer=self._scorer, workers=workers)
 
     def _load_fusion(self) -> None:
         """Fusion weights and tiers: the retrained model in force, else the configured."""

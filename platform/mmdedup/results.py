@@ -21,8 +21,35 @@ class UnknownItem(KeyError):
         return self.args[0]
 
 
-@dataclass(frozen=True)
-class Pair:
+class _Line:
+    """Read like the documented line too (`pair["a"]`, `dict(pair)`), for scripts written
+    against the dicts earlier releases returned."""
+
+    def as_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_dict()[key]
+
+    def keys(self) -> Any:
+        return self.as_dict().keys()
+
+    def __iter__(self) -> Any:
+        return iter(self.as_dict())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.as_dict().get(key, default)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (dict, _Line)):
+            return self.as_dict() == (other if isinstance(other, dict) else other.as_dict())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  (equal to a dict, so not hashable)
+
+
+@dataclass(frozen=True, eq=False)
+class Pair(_Line):
     """Two items and how alike they are: the fused score, its tier and kind, each signal's
     calibrated score (None where either item lacks it) and the raw figures behind them."""
 
@@ -42,8 +69,8 @@ class Pair:
         return out
 
 
-@dataclass(frozen=True)
-class Cluster:
+@dataclass(frozen=True, eq=False)
+class Cluster(_Line):
     """A duplicate group; `canonical` is its earliest ingested member."""
 
     canonical: str
@@ -53,8 +80,8 @@ class Cluster:
         return {"canonical": self.canonical, "members": list(self.members)}
 
 
-@dataclass(frozen=True)
-class Match:
+@dataclass(frozen=True, eq=False)
+class Match(_Line):
     """A stored item near a query, with the per-signal scores and raw figures."""
 
     id: str

@@ -29,7 +29,7 @@ import tracemalloc
 import faiss
 import numpy as np
 
-from mmdedup.config import Settings
+from mmdedup.signals.text import TextSettings
 from mmdedup.index.hamming import HammingIndex, as_code_bytes
 from mmdedup.index.lsh import BandLSH
 
@@ -172,8 +172,8 @@ def main() -> None:
     sigs = rng.integers(0, 2**32, size=(n, 128), dtype=np.uint32)
     # The product's text index (config defaults), and t=0.8 over all 128 positions for
     # comparison with datasketch at the same setting.
-    settings = Settings()
-    l5 = bench_lsh(n, settings.text_lsh_threshold, rng, sigs, settings.text_lsh_perms)
+    settings = TextSettings()
+    l5 = bench_lsh(n, settings.lsh_threshold, rng, sigs, settings.lsh_perms)
     l8 = bench_lsh(n, 0.8, rng, sigs)
     ds = bench_datasketch(args.datasketch_sample, 0.8, sigs)
     total = time.perf_counter() - t0

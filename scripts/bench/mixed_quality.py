@@ -61,7 +61,7 @@ from image_quality import edit, encode, originals  # noqa: E402
 from text_quality import make_vocab, zipf_words  # noqa: E402
 
 from mmdedup import Platform  # noqa: E402
-from mmdedup.config import Settings  # noqa: E402
+from mmdedup.signals.image import ImageSettings  # noqa: E402
 from mmdedup.extract import image as mi  # noqa: E402
 
 KINDS = ("image-reuse", "text-reuse", "same-item")
@@ -338,7 +338,7 @@ def main() -> None:
     # signal puts within the match radius but that was not found was never a candidate.
     codes = mi.image_codes([pictures[i] for i in ids])
     row = {i: r for r, i in enumerate(ids)}
-    radius = Settings().image_radius
+    radius = ImageSettings().radius
 
     def bits(a: str, b: str) -> int:
         return int(mi.image_distance(codes.take([row[a]]), codes.take([row[b]]))[0, 0])

@@ -66,12 +66,9 @@ from mmdedup import Platform  # noqa: E402
 from mmdedup.extract import image as mi  # noqa: E402
 from mmdedup.extract.minhash import jaccard  # noqa: E402
 from mmdedup.extract.simhash import hamming  # noqa: E402
-from mmdedup.image_stage import KIND as IMAGE_KIND  # noqa: E402
-from mmdedup.image_stage import unpack as unpack_image  # noqa: E402
-from mmdedup.score.fusion import CONTENT_SIGNALS  # noqa: E402
+from mmdedup.extract.text_sketches import TextSketches  # noqa: E402
+from mmdedup.signals.scorer import fusion_of  # noqa: E402
 from mmdedup.store.db import load_signatures  # noqa: E402
-from mmdedup.textsig import calibrate as text_calibrate  # noqa: E402
-from mmdedup.textsig import load_sketches  # noqa: E402
 
 K = 10
 CHUNK = 10_000
@@ -156,7 +153,7 @@ def build(store: Path, n: int, pictures: int, seed: int) -> dict:
         stats = platform.stats()
     record = {"n": n, "pictures": pictures, "seed": seed, "made_s": round(made, 1),
               "ingest_s": round(ingest, 1), "summary": report.summary(),
-              "refreshes": platform.text.refreshes, "stats": {k: stats[k] for k in
+              "refreshes": platform.signal("text").refreshes, "stats": {k: stats[k] for k in
                                                              ("items", "signatures", "pairs")}}
     (store / "bench.json").write_text(json.dumps(record, indent=1))
     return record
@@ -206,13 +203,17 @@ class Scan:
     def __init__(self, platform: Platform) -> None:
         start = time.perf_counter()
         self.settings = platform.settings
-        self.signer = platform.text.signer
+        self.text, self.image = platform.signal("text"), platform.signal("image")
+        self.fusion = fusion_of([platform.signal(n) for n in ("text", "image")], platform.settings)
+        self.signer = self.text.signer
         with platform.sessions() as session:
-            self.text_pks, self.sk = load_sketches(session, None, self.signer.version)
-            blobs = load_signatures(session, IMAGE_KIND, mi.IMAGE_VERSION)
+            stored = load_signatures(session, "text", self.signer.version)
+            self.text_pks = np.fromiter(stored, np.int64, len(stored))
+            self.sk = TextSketches.unpack(list(stored.values()))
+            blobs = load_signatures(session, "image", mi.IMAGE_VERSION)
             self.ids = dict(session.execute(select_ids()).all())
         self.pk_row = {pk: i for i, pk in enumerate(self.text_pks.tolist())}
-        codes = [unpack_image(b) for b in blobs.values()]
+        codes = [self.image.unpack(b) for b in blobs.values()]
         self.image_owner = np.repeat(np.fromiter(blobs, np.int64, len(blobs)), [len(c) for c in codes])
         self.codes = mi.ImageCodes(*(np.concatenate([getattr(c, f) for c in codes]) for f in
                                      ("phash", "dhash", "centre")), errors=[None] * len(self.image_owner))
@@ -224,11 +225,11 @@ class Scan:
         wj = jaccard(q.wminhash[0], self.sk.wminhash)
         j = jaccard(q.minhash[0], self.sk.minhash)
         raw = np.where(self.sk.empty | q.empty[0], 0.0, np.maximum(wj, j))
-        return text_calibrate(raw, self.settings)
+        return self.text.calibrate(raw)
 
     def simhash_only(self, text: str) -> np.ndarray:
         q = self.signer.sign([text])
-        return np.nonzero(hamming(q.simhash[0], self.sk.simhash) <= self.settings.text_simhash_radius)[0]
+        return np.nonzero(hamming(q.simhash[0], self.sk.simhash) <= self.text.config.simhash_radius)[0]
 
     def image_scores(self, data: bytes) -> np.ndarray:
         """Per stored item row (NaN where it has no picture): the best of its pictures."""
@@ -239,7 +240,7 @@ class Scan:
         np.minimum.at(best, self.image_rows, dist)
         has = np.zeros(len(self.text_pks), bool)
         has[self.image_rows] = True
-        out[has] = mi.calibrate(best[has], self.settings.image_calibration)
+        out[has] = self.image.calibrate(best[has])
         return out
 
     def pairing(self, image: bytes, item: str) -> str:
@@ -255,8 +256,8 @@ class Scan:
             ("centre-full", q.centre, st.phash, 0),
             ("centre-centre (+2)", q.centre, st.centre, mi.CENTRE_PENALTY))}
         best = min(d.values())
-        if best > self.settings.image_radius:
-            return f"{best} bits, outside the radius {self.settings.image_radius} (text)"
+        if best > self.image.config.radius:
+            return f"{best} bits, outside the radius {self.image.config.radius} (text)"
         return "+".join(name for name, v in d.items() if v == best)
 
     def query(self, text: str | None, image: bytes | None, k: int = K,
@@ -267,7 +268,7 @@ class Scan:
             signals["text"] = self.text_scores(text)
         if image is not None:
             signals["image"] = self.image_scores(image)
-        fused = fuse_all(signals, self.settings.fusion_weights)
+        fused = fuse_all(signals, self.fusion.weights, self.fusion.media)
         top = np.nonzero(fused >= min_score)[0] if min_score > 0 else np.arange(len(fused))
         if len(top) > k:
             top = top[np.argpartition(-fused[top], k)[:k]]
@@ -283,7 +284,7 @@ def select_ids():
     return select(Item.pk, Item.id)
 
 
-def fuse_all(signals: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
+def fuse_all(signals: dict[str, np.ndarray], weights: dict[str, float], content) -> np.ndarray:
     """score.fusion.fuse over every item at once (NaN = the item lacks that signal)."""
     n = len(next(iter(signals.values())))
     total, mean, best = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -292,7 +293,7 @@ def fuse_all(signals: dict[str, np.ndarray], weights: dict[str, float]) -> np.nd
         w = weights.get(name, 0.0)
         total += np.where(have, w, 0.0)
         mean += np.where(have, w * np.nan_to_num(v), 0.0)
-        if name in CONTENT_SIGNALS:
+        if name in content:
             best = np.maximum(best, np.nan_to_num(v))
     mean = np.divide(mean, total, out=np.zeros(n), where=total > 0)
     return np.maximum(mean, best)
@@ -358,7 +359,7 @@ def main() -> None:
         "query": "mmdedup Platform.query",
         "textpath": "of which the text signal (Platform.text.query)",
         "scan": "brute-force scan (numpy, every stored item)",
-        "simhash": f"SimHash-only popcount scan, radius {platform.settings.text_simhash_radius}",
+        "simhash": f"SimHash-only popcount scan, radius {platform.signal('text').config.simhash_radius}",
     }
     results: dict[str, dict] = {}
     for kind, qs in queries.items():
@@ -371,7 +372,7 @@ def main() -> None:
                 if m == "query":
                     got = platform.query(text, image=image, k=K)
                 elif m == "textpath":
-                    got = platform.text.query([text])
+                    got = platform.signal("text").query([text])
                 elif m == "scan":
                     got = scan.query(text, image)
                 else:

@@ -51,7 +51,7 @@ def mmdedup_rate(texts: list[str], db_url: str | None, workers: int) -> tuple[fl
         start = time.perf_counter()
         report = platform.ingest(items, workers=workers)
         elapsed = time.perf_counter() - start
-        return len(texts) / elapsed, f"{report.summary()}; TF-IDF refreshes {platform.text.refreshes}"
+        return len(texts) / elapsed, f"{report.summary()}; TF-IDF refreshes {platform.signal('text').refreshes}"
 
 
 def main() -> None:

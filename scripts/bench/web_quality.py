@@ -45,8 +45,8 @@ from lxml import html as lxml_html
 from mmdedup.extract import web
 from mmdedup.extract.simhash import hamming, simhash64
 from mmdedup.extract.text import hash_tokens, tokenize_many
-from mmdedup.learn.tfidf import prior_model
-from mmdedup.textsig import TextSigner, similarity
+from mmdedup.extract.term_weights import prior_model
+from mmdedup.extract.text_sketches import TextSigner, similarity
 
 THRESHOLDS = (("weak", 0.45), ("medium", 0.55), ("strong", 0.65))
 CASES = ("cross", "date", "ad")

@@ -78,15 +78,13 @@ def run_ingest(
     signals: Sequence[Signal] = (),
     scorer: Scorer | None = None,
     workers: int = 1,
-    keep_pixels: bool = False,
 ) -> IngestReport:
     """Each chunk: items written, then every signal's `prepare` and `on_chunk` (its
     signatures stored and indexed), and the candidate pairs they propose scored with every
     signal, in the chunk's transaction. `workers`: processes in all. With more than one,
     workers - 1 processes extract (files read and checked, pages, image codes, video
     frames, text tokens) chunks ahead of this one, which alone writes to the store;
-    results and their order are the same as with one. `keep_pixels`: keep decoded
-    pictures and keyframes for the signals that read pixels."""
+    results and their order are the same as with one."""
     report = IngestReport(source)
     with factory.begin() as session:
         run_pk = start_run(session, source)
@@ -95,7 +93,8 @@ def run_ingest(
         open_failures = stored_items.open_failure_keys(session, source)
     bar = tqdm(total=total, unit="item", desc="ingest", disable=not progress, leave=False)
     try:
-        for chunk, extracted in _extracted_chunks(entries, root, settings, workers, keep_pixels):
+        pixels = _PixelsWanted(signals)
+        for chunk, extracted in _extracted_chunks(entries, root, settings, workers, pixels):
             with factory.begin() as session:
                 _write_chunk(session, run_pk, chunk, extracted, settings, report, signals, scorer,
                              open_failures)
@@ -144,13 +143,31 @@ def extract_entries(entries: list[Entry], root: Path | None, settings: Settings,
     return out
 
 
+class _PixelsWanted:
+    """Whether loading keeps decoded pictures and keyframes for a signal that reads
+    pixels (CLIP): asked of the signals at the first chunk with pictures or a video, so a
+    text-only ingest never loads an encoder to find out."""
+
+    def __init__(self, signals: Sequence[Signal]) -> None:
+        self.signals = signals
+        self.answer: bool | None = None
+
+    def __call__(self, chunk: list[Entry]) -> bool:
+        if self.answer is None:
+            if not any(e.item is not None and (e.item.images or e.item.video) for e in chunk):
+                return False
+            self.answer = any(s.wants_pixels() for s in self.signals)
+        return self.answer
+
+
 def _extracted_chunks(
-    entries: Iterable[Entry], root: Path | None, settings: Settings, workers: int, keep_pixels: bool
+    entries: Iterable[Entry], root: Path | None, settings: Settings, workers: int,
+    pixels: Callable[[list[Entry]], bool],
 ) -> Iterator[tuple[list[Entry], Extracted]]:
     chunks = _chunks(entries, settings.ingest_chunk)
     if workers <= 1:
         for chunk in chunks:
-            yield chunk, extract_entries(chunk, root, settings, keep_pixels)
+            yield chunk, extract_entries(chunk, root, settings, pixels(chunk))
         return
     # Spawned, not forked: the parent may hold threads (torch, FAISS) and open database
     # connections that a fork would copy in an undefined state. Whole chunks go to the
@@ -161,7 +178,7 @@ def _extracted_chunks(
     with ProcessPoolExecutor(extractors, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending: deque[tuple[list[Entry], Future[Extracted]]] = deque()
         for chunk in chunks:
-            pending.append((chunk, pool.submit(extract_entries, chunk, root, settings, keep_pixels)))
+            pending.append((chunk, pool.submit(extract_entries, chunk, root, settings, pixels(chunk))))
             if len(pending) > extractors:
                 done, future = pending.popleft()
                 yield done, future.result()

@@ -360,9 +360,16 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     # --- queries -------------------------------------------------------------------------
 
-    def query(self, probe: LoadedItem) -> dict[int, tuple[float, dict[str, float]]]:
+    def queries(self, probe: LoadedItem) -> dict[str, dict[int, tuple[float, dict[str, float]]]]:
         """Stored texts near the probe's, and those whose normalised text is the same
-        (score 1.0)."""
+        (score 1.0, no figures)."""
+        found = self.query(probe)
+        with self.sessions() as session:
+            found.update(dict.fromkeys(pks_with_text_hash(session, text_hash(probe.signal_text)), (1.0, {})))
+        return {self.name: found}
+
+    def query(self, probe: LoadedItem) -> dict[int, tuple[float, dict[str, float]]]:
+        """Stored texts the index proposes for the probe's, scored as pairs are."""
         text = probe.signal_text
         if not text.strip():
             return {}
@@ -387,6 +394,4 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 scores = self.calibrate(raw)
                 out = {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
                        for i, pk in enumerate(found.tolist())}
-            for pk in pks_with_text_hash(session, text_hash(text)):
-                out[pk] = (1.0, {})
         return out
