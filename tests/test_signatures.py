@@ -25,17 +25,11 @@ from mmdedup.extract.simhash import SIMHASH_VERSION, hamming, simhash64
 from mmdedup.extract.text import (
     HASH_VERSION,
     TokenBatch,
-    char_shingles,
     collapse_terms,
     hash_strings,
     hash_tokens,
     lanes64,
     lookup,
-    shingle_hashes,
-    shingles,
-    text_shingle_hashes,
-    text_shingles,
-    tokenize,
     tokenize_many,
     tokenizer_version,
 )
@@ -63,37 +57,6 @@ def all_signatures(docs: list[list[str]]) -> dict[str, np.ndarray]:
     for name, signer in SIGNERS.items():
         out[name] = signer(batch)
     return out
-
-
-# --- tokenizer ------------------------------------------------------------------------
-
-
-def test_shingles_word_and_character() -> None:
-    assert shingles(["a", "b", "c", "d"], 3) == ["a b c", "b c d"]
-    assert shingles(["a", "b"], 3) == ["a b"]
-    assert shingles([], 3) == []
-    assert char_shingles("今天 天气，很好", 2) == ["今天", "天天", "天气", "气很", "很好"]
-    assert char_shingles("ab", 3) == ["ab"]
-    assert char_shingles(" ,", 3) == []
-
-
-def test_short_chinese_post_uses_character_bigrams() -> None:
-    post = "今天天气很好我们去公园玩"  # 12 characters
-    assert len(post) == 12
-    sh = text_shingles(post)
-    assert sh == char_shingles(post, 2) and len(sh) == 11
-    near = text_shingles("今天天气真好我们去公园玩")
-    other = text_shingles("股市大跌投资者损失惨重啊")
-    j = lambda x, y: len(set(x) & set(y)) / len(set(x) | set(y))  # noqa: E731
-    assert j(sh, near) > 0.6
-    assert j(sh, other) == 0.0
-    # The hashed batch form agrees with the string form, short and long texts mixed.
-    long_text = "The quick brown fox jumps over the lazy dog near the river bank every single morning"
-    texts = [post, "", long_text, "hi there"]
-    batch = text_shingle_hashes(texts)
-    for i, t in enumerate(texts):
-        assert batch.doc(i).tolist() == hash_strings(text_shingles(t)).tolist()
-    assert len(text_shingles(long_text)) == len(tokenize(long_text)) - 2  # word 3-grams
 
 
 # --- hashing --------------------------------------------------------------------------
@@ -158,14 +121,6 @@ def test_token_hashes_identical_in_another_process() -> None:
                              capture_output=True, text=True, env=env, timeout=120, check=True)
         outs.append(json.loads(run.stdout))
     assert outs[0] == outs[1] == hash_strings(words).tolist()
-
-
-def test_shingle_hashes_equal_hashes_of_shingle_strings() -> None:
-    docs = [["a", "bb", "ccc", "dddd", "中文"], [], ["solo"], ["x", "y"], ["with space", "b", "c", "d"]]
-    for n in (1, 2, 3):
-        batch = shingle_hashes(docs, n)
-        for i, d in enumerate(docs):
-            assert batch.doc(i).tolist() == hash_strings(shingles(d, n)).tolist()
 
 
 def test_hash_tokens_weights_fn_sees_distinct_tokens_once() -> None:
@@ -703,23 +658,6 @@ def test_sign_tokens_equals_its_definition(monkeypatch: pytest.MonkeyPatch) -> N
     sk = fitted.sign_tokens(empty)
     assert sk.empty.all() and (sk.simhash == 0).all() and (sk.wminhash == EMPTY).all() and (sk.minhash == EMPTY).all()
     assert fitted.sign_tokens(hash_tokens([])).simhash.shape == (0,)
-
-
-def test_shingles_equal_their_definition(monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = np.random.default_rng(8)
-    docs = [rng.integers(0, 2**64, size=k, dtype=np.uint64) for k in (0, 1, 2, 3, 4, 0, 7, 1, 2, 50, 0)]
-    docs.append(np.array([0, 2**64 - 1, 0], np.uint64))
-    for cut in (None, 5):
-        if cut:
-            monkeypatch.setattr(textsig_mod, "_SHINGLE_CHUNK", cut)
-        for n in (1, 2, 3):
-            for sample in (docs, docs[1:3], docs[:1], docs[6:7], [docs[3]], [docs[1], docs[2]]):
-                batch = TokenBatch.from_arrays(sample)
-                got = textsig_mod._shingles(batch, n)
-                want = [reference_shingles(d.tolist(), n) for d in sample]
-                assert got.lengths.tolist() == [len(w) for w in want], (n, cut)
-                assert got.hashes.tolist() == [h for w in want for h in w], (n, cut)
-    assert textsig_mod._shingles(TokenBatch.from_arrays([]), 3).n_docs == 0
 
 
 def test_term_bags_equal_collapse_terms(monkeypatch: pytest.MonkeyPatch) -> None:
