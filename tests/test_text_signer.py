@@ -1,9 +1,9 @@
-"""Text features and signature kernels: tokenizer, hashing, SimHash, MinHash, weighted MinHash.
-
-Estimates are checked against exact values computed here from the sets themselves, and
-every signature is checked to be a function of its document only: the same in another
-process, in another batch, in another order, and under other chunk sizes.
-"""
+"""The text signer's sign_tokens, bit for bit what the plain definition gives, written out
+here document by document. sign_tokens finds each document's terms with a hash table (not
+a sort), looks weights up once per term of the batch's vocabulary, hashes shingles by slices
+and the weighted MinHash units of shared terms once, and drops words of no weight by
+offsets (`_absent`, `_less`): every one of these must give exactly what the definition
+gives, under every model and chunk size."""
 
 from __future__ import annotations
 
@@ -12,24 +12,15 @@ import random
 import numpy as np
 import pytest
 
+from mmdedup import textsig as textsig_mod
 from mmdedup.extract import minhash as minhash_mod
 from mmdedup.extract import simhash as simhash_mod
 from mmdedup.extract.minhash import EMPTY
 from mmdedup.extract.text import TokenBatch, collapse_terms, hash_strings, hash_tokens, lookup
-
-from sketch_helpers import reference_expand, reference_oph, reference_shingles, textbook_simhash, zipf_docs
-
-
-# --- textsig's signing kernels, held to their definitions ------------------------------
-# sign_tokens finds each document's terms with a hash table (not a sort), looks weights
-# up once per term of the batch's vocabulary, hashes shingles by slices and the weighted
-# MinHash units of shared terms once: every one of these must give exactly what the plain
-# definition gives, written out here document by document.
-
-
-from mmdedup import textsig as textsig_mod
 from mmdedup.learn.tfidf import TfidfModel, prior_model
 from mmdedup.learn.weights import WordWeights
+
+from sketch_helpers import reference_expand, reference_oph, reference_shingles, textbook_simhash, zipf_docs
 
 
 def reference_term_weights(signer: textsig_mod.TextSigner, hashes: np.ndarray) -> np.ndarray:
