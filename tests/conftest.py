@@ -9,11 +9,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from mmdedup import Platform
 from mmdedup.cli import main
+
+from helpers import rgb
 
 PG_URL = os.environ.get("MMDEDUP_TEST_DATABASE_URL")
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
@@ -49,6 +52,16 @@ def home(tmp_path: Path) -> Path:
 def platform(home: Path, db_url: str) -> Iterator[Platform]:
     with Platform.open(home, db_url) as p:
         yield p
+
+
+@pytest.fixture(scope="module")
+def photos() -> dict[str, np.ndarray]:
+    """scikit-image's bundled photos as RGB arrays, by name: what the test videos are made of."""
+    from skimage import data  # a test extra: imported only where a test asks for photos
+
+    return {"astronaut": rgb(data.astronaut()), "coffee": rgb(data.coffee()),
+            "rocket": rgb(data.rocket()), "camera": rgb(data.camera()),
+            "chelsea": rgb(data.chelsea())}
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from mmdedup.extract import clip
 from mmdedup.store.schema import Item, Signature
 
 from test_clip import TINY, tiny_checkpoint, write_registry  # noqa: F401
-from test_video import photos  # noqa: F401
 
 
 @pytest.fixture
@@ -65,7 +64,7 @@ def test_without_weights_the_signal_is_off_with_one_message(platform: Platform, 
 
 def test_video_keyframes_get_clip_vectors(platform: Platform, tiny_checkpoint: Path,  # noqa: F811
                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch, photos) -> None:  # noqa: F811
-    from test_video import clip as make_clip, encode
+    from helpers import clip as make_clip, encode
 
     write_registry(tmp_path, f'[clip]\nmodel = "{TINY}"\ncheckpoint = "{tiny_checkpoint}"\n', monkeypatch)
     monkeypatch.setattr(clip, "_default", None)
