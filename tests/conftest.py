@@ -16,7 +16,7 @@ from sqlalchemy import create_engine, make_url, text
 from mmdedup import Platform
 from mmdedup.cli import main
 
-from helpers import rgb
+from helpers import TINY, TINY_CFG, rgb
 
 PG_URL = os.environ.get("MMDEDUP_TEST_DATABASE_URL")
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
@@ -62,6 +62,25 @@ def photos() -> dict[str, np.ndarray]:
     return {"astronaut": rgb(data.astronaut()), "coffee": rgb(data.coffee()),
             "rocket": rgb(data.rocket()), "camera": rgb(data.camera()),
             "chelsea": rgb(data.chelsea())}
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A randomly initialised tiny CLIP, registered with open_clip and saved as a file."""
+    open_clip = pytest.importorskip("open_clip")
+    torch = pytest.importorskip("torch")
+    folder = tmp_path_factory.mktemp("tiny_clip")
+    cfg_dir = folder / "configs"
+    cfg_dir.mkdir()
+    (cfg_dir / f"{TINY}.json").write_text(json.dumps(TINY_CFG))
+    other = {**TINY_CFG, "embed_dim": 16}
+    (cfg_dir / f"{TINY}-other.json").write_text(json.dumps(other))
+    open_clip.add_model_config(cfg_dir)
+    torch.manual_seed(0)
+    model = open_clip.create_model(TINY, pretrained=None)
+    path = folder / "tiny.pt"
+    torch.save(model.state_dict(), path)
+    return path
 
 
 @pytest.fixture

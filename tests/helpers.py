@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import av
 import numpy as np
+import pytest
 from PIL import Image
 
 from mmdedup import Platform
@@ -104,3 +106,26 @@ def audio_only(codec: str, fmt: str, sample_fmt: str) -> bytes:
         for p in s.encode():
             out.mux(p)
     return buf.getvalue()
+
+
+# --------------------------------------------------------------------------------------
+# CLIP: a tiny random open_clip model (the `tiny_checkpoint` fixture) and the model
+# registry file that names it.
+# --------------------------------------------------------------------------------------
+
+TINY = "mmdedup-test-tiny"
+TINY_CFG = {
+    "embed_dim": 32,
+    "vision_cfg": {"image_size": 64, "layers": 2, "width": 64, "head_width": 32, "patch_size": 16},
+    # vocab_size is CLIP's: the bundled BPE tokenizer emits ids up to 49407.
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2},
+}
+
+
+def write_registry(folder: Path, body: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`body` as the model registry mmdedup reads (a file in `folder`), its model cache beside it."""
+    path = folder / "registry.toml"
+    path.write_text(body)
+    monkeypatch.setenv("MMDEDUP_MODEL_REGISTRY", str(path))
+    monkeypatch.setenv("MMDEDUP_MODEL_CACHE", str(folder / "cache"))
+    return path
