@@ -9,11 +9,14 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import pytest
 from sqlalchemy import create_engine, make_url, text
 
 from mmdedup import Platform
 from mmdedup.cli import main
+
+from helpers import TINY, TINY_CFG, rgb
 
 PG_URL = os.environ.get("MMDEDUP_TEST_DATABASE_URL")
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
@@ -49,6 +52,35 @@ def home(tmp_path: Path) -> Path:
 def platform(home: Path, db_url: str) -> Iterator[Platform]:
     with Platform.open(home, db_url) as p:
         yield p
+
+
+@pytest.fixture(scope="module")
+def photos() -> dict[str, np.ndarray]:
+    """scikit-image's bundled photos as RGB arrays, by name: what the test videos are made of."""
+    from skimage import data  # a test extra: imported only where a test asks for photos
+
+    return {"astronaut": rgb(data.astronaut()), "coffee": rgb(data.coffee()),
+            "rocket": rgb(data.rocket()), "camera": rgb(data.camera()),
+            "chelsea": rgb(data.chelsea())}
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A randomly initialised tiny CLIP, registered with open_clip and saved as a file."""
+    open_clip = pytest.importorskip("open_clip")
+    torch = pytest.importorskip("torch")
+    folder = tmp_path_factory.mktemp("tiny_clip")
+    cfg_dir = folder / "configs"
+    cfg_dir.mkdir()
+    (cfg_dir / f"{TINY}.json").write_text(json.dumps(TINY_CFG))
+    other = {**TINY_CFG, "embed_dim": 16}
+    (cfg_dir / f"{TINY}-other.json").write_text(json.dumps(other))
+    open_clip.add_model_config(cfg_dir)
+    torch.manual_seed(0)
+    model = open_clip.create_model(TINY, pretrained=None)
+    path = folder / "tiny.pt"
+    torch.save(model.state_dict(), path)
+    return path
 
 
 @pytest.fixture

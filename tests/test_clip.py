@@ -4,7 +4,6 @@ local checkpoint, and one clear EncoderUnavailable whenever weights cannot be ha
 from __future__ import annotations
 
 import io
-import json
 import os
 from pathlib import Path
 
@@ -17,38 +16,7 @@ torch = pytest.importorskip("torch")
 
 from mmdedup.extract import clip  # noqa: E402
 
-TINY = "mmdedup-test-tiny"
-TINY_CFG = {
-    "embed_dim": 32,
-    "vision_cfg": {"image_size": 64, "layers": 2, "width": 64, "head_width": 32, "patch_size": 16},
-    # vocab_size is CLIP's: the bundled BPE tokenizer emits ids up to 49407.
-    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 2},
-}
-
-
-@pytest.fixture(scope="module")
-def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A randomly initialised tiny CLIP, registered with open_clip and saved as a file."""
-    folder = tmp_path_factory.mktemp("tiny_clip")
-    cfg_dir = folder / "configs"
-    cfg_dir.mkdir()
-    (cfg_dir / f"{TINY}.json").write_text(json.dumps(TINY_CFG))
-    other = {**TINY_CFG, "embed_dim": 16}
-    (cfg_dir / f"{TINY}-other.json").write_text(json.dumps(other))
-    open_clip.add_model_config(cfg_dir)
-    torch.manual_seed(0)
-    model = open_clip.create_model(TINY, pretrained=None)
-    path = folder / "tiny.pt"
-    torch.save(model.state_dict(), path)
-    return path
-
-
-def write_registry(folder: Path, body: str, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = folder / "registry.toml"
-    path.write_text(body)
-    monkeypatch.setenv("MMDEDUP_MODEL_REGISTRY", str(path))
-    monkeypatch.setenv("MMDEDUP_MODEL_CACHE", str(folder / "cache"))
-    return path
+from helpers import TINY, write_registry  # noqa: E402
 
 
 @pytest.fixture

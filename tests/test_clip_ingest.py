@@ -17,8 +17,11 @@ from mmdedup import Platform
 from mmdedup.extract import clip
 from mmdedup.store.schema import Item, Signature
 
-from test_clip import TINY, tiny_checkpoint, write_registry  # noqa: F401
-from test_video import photos  # noqa: F401
+from helpers import TINY, write_registry
+
+# Without open_clip and torch the module skips, as test_clip.py does.
+pytest.importorskip("open_clip")
+pytest.importorskip("torch")
 
 
 @pytest.fixture
@@ -33,7 +36,7 @@ def posts(tmp_path: Path) -> list[dict]:
             {"id": "c", "images": [str(folder / "c.png")]}]
 
 
-def test_clip_vectors_stored_indexed_and_fused(platform: Platform, posts, tiny_checkpoint: Path,  # noqa: F811
+def test_clip_vectors_stored_indexed_and_fused(platform: Platform, posts, tiny_checkpoint: Path,
                                                tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_registry(tmp_path, f'[clip]\nmodel = "{TINY}"\ncheckpoint = "{tiny_checkpoint}"\n', monkeypatch)
     monkeypatch.setattr(clip, "_default", None)
@@ -63,9 +66,9 @@ def test_without_weights_the_signal_is_off_with_one_message(platform: Platform, 
     assert pairs[frozenset(("a", "a2"))]["tier"] == "strong"
 
 
-def test_video_keyframes_get_clip_vectors(platform: Platform, tiny_checkpoint: Path,  # noqa: F811
-                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch, photos) -> None:  # noqa: F811
-    from test_video import clip as make_clip, encode
+def test_video_keyframes_get_clip_vectors(platform: Platform, tiny_checkpoint: Path,
+                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch, photos) -> None:
+    from helpers import clip as make_clip, encode
 
     write_registry(tmp_path, f'[clip]\nmodel = "{TINY}"\ncheckpoint = "{tiny_checkpoint}"\n', monkeypatch)
     monkeypatch.setattr(clip, "_default", None)
@@ -95,7 +98,7 @@ def _tiny_model(checkpoint: Path):  # noqa: ANN202
 
 
 def test_text_query_searches_pictures_through_the_text_tower(
-        home: Path, db_url: str, posts, tiny_checkpoint: Path, tmp_path: Path,  # noqa: F811
+        home: Path, db_url: str, posts, tiny_checkpoint: Path, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The query text is tokenised and encoded by the model's own text tower, the CLIP
     index is searched with that vector, and every stored picture comes back with its
@@ -174,7 +177,7 @@ def test_text_query_without_clip_is_unchanged(home: Path, db_url: str, posts, tm
     assert all(set(r["signals"]) == {"text"} for r in before)
 
 
-def test_cli_text_query_shows_clip_text(home: Path, db_url: str, posts, tiny_checkpoint: Path,  # noqa: F811
+def test_cli_text_query_shows_clip_text(home: Path, db_url: str, posts, tiny_checkpoint: Path,
                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli) -> None:
     import json
 

@@ -1,4 +1,8 @@
-from mmdedup.extract.text import normalize, text_hash
+"""Text normalisation: width, punctuation, case and whitespace folded so trivially different
+copies are one text (`normalize`, `text_hash`), and `clean`, which also takes markup,
+entities, links and e-mail addresses out before tokenising."""
+
+from mmdedup.extract.text import clean, normalize, text_hash
 
 
 def test_width_punctuation_case_and_space_fold_to_one_text() -> None:
@@ -40,3 +44,18 @@ def test_whitespace_collapse_shortcut_equals_split_and_join() -> None:
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(5000)]
     for text in texts:
         assert _collapse_whitespace(text) == " ".join(text.split()), repr(text)
+
+
+def test_clean_removes_urls_emails_markup_and_decodes_entities() -> None:
+    raw = (
+        "<html><head><style>p {color: red}</style><script>var x = 1;</script></head>"
+        "<body><p>Caf&eacute; &amp; Bar</p> see https://example.com/a?b=1&c=2 or "
+        "www.example.org/x, mail <a href='mailto:x@y.com'>Boss@Example.COM</a>.<br/>"
+        "看这里http://t.cn/abc中文 and a < b > c</body></html>"
+    )
+    out = clean(raw)
+    for gone in ("http", "example", "www", "@", "<", "color", "var x", "&amp;", "href", "t.cn"):
+        assert gone not in out.replace("a < b > c", ""), gone
+    assert "café & bar" in out
+    assert "看这里中文" in out
+    assert "a < b > c" in out  # comparison signs in text are not tags

@@ -20,7 +20,8 @@ from conftest import write_manifest
 from mmdedup import Platform
 from mmdedup.report import (MARK_COLOUR, TIER_COLOURS, display_tokens, marked_html,
                             shared_spans)
-from test_video import photos, write_clip_and_trimmed_copy  # noqa: F401  (the photo fixture)
+
+from helpers import write_clip_and_trimmed_copy
 
 P1 = ("The city council approved the new harbour bridge on Tuesday after a long debate about "
       "its cost and the traffic it would bring to the old town.")
@@ -41,7 +42,7 @@ CONFIG = "tier_strong = 0.97\ntier_medium = 0.6\ntier_weak = 0.5\n"
 
 
 @pytest.fixture(scope="module")
-def clips(tmp_path_factory, photos):  # noqa: F811
+def clips(tmp_path_factory, photos):
     folder = tmp_path_factory.mktemp("clips")
     write_clip_and_trimmed_copy(folder, photos)
     return folder

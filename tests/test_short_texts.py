@@ -15,7 +15,8 @@ from mmdedup import Platform
 from mmdedup.extract.minhash import jaccard
 from mmdedup.extract import text_sketches as textsig
 from mmdedup.input.items import probe_item
-from mmdedup.extract.text import SHORT_CHARS, hash_tokens, shingle_version, text_shingle_hashes
+from mmdedup.extract.text import (SHORT_CHARS, char_shingles, hash_strings, hash_tokens,
+                                 shingle_version, text_shingle_hashes, text_shingles, tokenize)
 from mmdedup.extract.term_weights import prior_model
 from mmdedup.store.schema import Item, Signature
 from mmdedup.extract.text_sketches import SHINGLE_N, TextSigner, _shingles, tokenize_texts
@@ -167,3 +168,22 @@ def test_a_short_document_without_its_text_cannot_be_signed() -> None:
     with pytest.raises(ValueError):
         signer.sign_tokens(tokenize_texts([mid]))
     assert signer.sign_tokens(tokenize_texts([mid]), [mid]).minhash.shape == (1, 128)
+
+
+def test_short_chinese_post_uses_character_bigrams() -> None:
+    post = "今天天气很好我们去公园玩"  # 12 characters
+    assert len(post) == 12
+    sh = text_shingles(post)
+    assert sh == char_shingles(post, 2) and len(sh) == 11
+    near = text_shingles("今天天气真好我们去公园玩")
+    other = text_shingles("股市大跌投资者损失惨重啊")
+    j = lambda x, y: len(set(x) & set(y)) / len(set(x) | set(y))  # noqa: E731
+    assert j(sh, near) > 0.6
+    assert j(sh, other) == 0.0
+    # The hashed batch form agrees with the string form, short and long texts mixed.
+    long_text = "The quick brown fox jumps over the lazy dog near the river bank every single morning"
+    texts = [post, "", long_text, "hi there"]
+    batch = text_shingle_hashes(texts)
+    for i, t in enumerate(texts):
+        assert batch.doc(i).tolist() == hash_strings(text_shingles(t)).tolist()
+    assert len(text_shingles(long_text)) == len(tokenize(long_text)) - 2  # word 3-grams

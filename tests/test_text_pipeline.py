@@ -14,6 +14,8 @@ from mmdedup import Platform
 from mmdedup.store.schema import ModelVersion, Signature
 KIND = "text"  # the text signal's signatures
 
+from helpers import pair_map
+
 NEWS = [
     "The city council approved the new budget on Tuesday after a long debate.",
     "Funding for public libraries and parks rises by ten percent next year.",
@@ -28,10 +30,6 @@ OTHER = [
 ]
 ZH = ("国务院办公厅发布通知，要求各地加强夏季防汛工作。通知指出，今年汛期降雨偏多，"
       "各地要落实责任，做好人员转移和物资储备。水利部门将加强对重点水库的巡查。")
-
-
-def pair_map(platform: Platform) -> dict[tuple[str, str], dict]:
-    return {tuple(sorted((p["a"], p["b"]))): p for p in platform.pairs("weak")}
 
 
 def test_shuffled_paragraphs_edited_words_and_new_date_line_are_near_duplicates(platform: Platform) -> None:

@@ -1,17 +1,26 @@
-"""`hash_texts` is `hash_tokens(tokenize_many(texts))` without the token strings: held to it
-bit for bit, on random and hand-written texts, in batches of every grouping."""
+"""Token hashing. The hash of a token is lanes64 of its UTF-8 bytes (pinned values, balanced
+and avalanching bits, the same in every process), and `hash_texts` is
+`hash_tokens(tokenize_many(texts))` without the token strings: held to it bit for bit, on
+random and hand-written texts, in batches of every grouping."""
 
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import random
+import subprocess
+import sys
 import unicodedata
 
 import numpy as np
 import pytest
 
 from mmdedup.extract import text as text_mod
-from mmdedup.extract.text import STOP_WORDS, hash_texts, hash_tokens, tokenize_many
+from mmdedup.extract.text import (HASH_VERSION, STOP_WORDS, hash_strings, hash_texts, hash_tokens,
+                                 lanes64, tokenize_many)
+
+from sketch_helpers import PLATFORM
 
 
 def reference(texts: list[str]):
@@ -175,3 +184,80 @@ def test_links_among_any_whitespace() -> None:
               "\u2028", "\x85", "\x00", ",", ".", "'", ":", "/"]
     texts = ["".join(rng.choice(pieces) + rng.choice(spaces) for _ in range(rng.randint(1, 12))) for _ in range(2000)]
     assert_same(texts)
+
+
+# --- the token hash -------------------------------------------------------------------
+
+
+def test_token_hashes_follow_the_reference_lanes64() -> None:
+    rng = random.Random(7)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 中文字符éü😀-'"
+    strings = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(3000)]
+    strings += ["x" * k for k in range(300)] + ["", "a\0b", "y" * 5000]  # every lane count, long, a NUL
+    got = hash_strings(strings)
+    want = np.array([lanes64(s.encode("utf-8")) for s in strings], dtype=np.uint64)
+    assert got.dtype == np.uint64
+    assert np.array_equal(got, want)
+    docs = [strings[:10], [], strings[10:25]]
+    assert np.array_equal(hash_tokens(docs).hashes, want[:25])
+    # Pinned values: the definition must not drift (a change needs a new HASH_VERSION).
+    assert HASH_VERSION == "lanes64-fmix-s0"
+    pinned = {"": 0x7ACDBB98B1344213, "a": 0x40AE22231F427968, "北京大学": 0x3ADD4B862A329344,
+              "abcdefghijklmnopq": 0x18746AB00B5288CA}
+    assert {w: lanes64(w.encode()) for w in pinned} == pinned
+    assert hash_strings(list(pinned)).tolist() == list(pinned.values())
+
+
+def test_token_hash_bits_are_balanced_and_avalanche() -> None:
+    rng = np.random.default_rng(3)
+    # Realistic tokens: short lowercase words and numbers, each bit ~1/2 set.
+    words = ["".join(chr(97 + c) for c in rng.integers(0, 26, rng.integers(1, 14))) for _ in range(20000)]
+    words += [str(i) for i in range(20000)]
+    h = hash_strings(words)
+    assert len(np.unique(h)) == len(set(words))
+    bits = np.unpackbits(h.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    share = bits.mean(axis=0)
+    assert np.all(np.abs(share - 0.5) < 0.02), share  # 4 sigma is ~0.01
+    # Avalanche: flipping any one input bit flips each output bit with probability ~1/2.
+    base = [bytes(rng.integers(0, 256, n, dtype=np.uint8)) for n in rng.integers(1, 40, 3000)]
+    flips = []
+    for data in base:
+        i = int(rng.integers(0, 8 * len(data)))
+        flipped = bytearray(data)
+        flipped[i // 8] ^= 1 << (i % 8)
+        flips.append(lanes64(data) ^ lanes64(bytes(flipped)))
+    diff = np.unpackbits(np.array(flips, "<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    assert np.all(np.abs(diff.mean(axis=0) - 0.5) < 0.06)  # per output bit, over 3,000 flips
+    assert abs(diff.sum(axis=1).mean() - 32) < 0.5
+    # Tokens of up to 7 bytes never collide (length in the top byte, a bijective mix).
+    short = hash_strings(["", "a", "a\0", "b", "ab", "ba", "abc", "\0", "\0\0", "zzzzzzz"])
+    assert len(np.unique(short)) == 10
+
+
+def test_token_hashes_identical_in_another_process() -> None:
+    script = (
+        "import sys, json; sys.path.insert(0, sys.argv[1]);"
+        "from mmdedup.extract.text import hash_strings;"
+        "print(json.dumps(hash_strings(json.loads(sys.stdin.read())).tolist()))"
+    )
+    words = ["", "a", "word", "北京大学", "don't", "x" * 200, "naïve"] + [f"w{i}" for i in range(100)]
+    outs = []
+    for hash_seed in ("0", "99"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        run = subprocess.run([sys.executable, "-c", script, str(PLATFORM)], input=json.dumps(words),
+                             capture_output=True, text=True, env=env, timeout=120, check=True)
+        outs.append(json.loads(run.stdout))
+    assert outs[0] == outs[1] == hash_strings(words).tolist()
+
+
+def test_hash_tokens_weights_fn_sees_distinct_tokens_once() -> None:
+    calls = []
+
+    def weights(names):
+        calls.append(list(names))
+        return [len(s) for s in names]
+
+    batch = hash_tokens([["aa", "b", "aa"], ["ccc", "b"]], weights)
+    assert len(calls) == 1 and sorted(calls[0]) == ["aa", "b", "ccc"]
+    assert batch.weights.tolist() == [2, 1, 2, 3, 1]
+    assert batch.offsets.tolist() == [0, 3, 5]

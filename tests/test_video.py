@@ -2,103 +2,26 @@
 are re-posted as (re-encoded, scaled, trimmed, re-timed, mirrored, letterboxed), and the
 refusals (empty, corrupt, truncated, audio only, too long, too large).
 
-Clips are made here with PyAV from scikit-image's bundled photos: 160x120, 25 fps, a few
-seconds of pans, a zoom and a hard cut, so that content changes over time.
+Clips are made with PyAV from scikit-image's bundled photos (tests/helpers.py): 160x120,
+25 fps, a few seconds of pans, a zoom and a hard cut, so that content changes over time.
 """
 
 from __future__ import annotations
 
-import io
-
-import av
 import imagehash
 import numpy as np
 import pytest
 from PIL import Image
-from skimage import data
 
 from mmdedup.extract import video as V
 from mmdedup.extract.video import (VIDEO_VERSION, VideoError, VideoFrames, frame_codes,
                                    hamming_matrix, phash_thumbs, video_frames, video_match,
                                    video_similarity)
 
-W, H, FPS = 160, 120, 25
+from helpers import FPS, H, W, audio_only, clip, encode, view
+
 DUPLICATE = 0.6  # the duplicate call the bench (scripts/bench/video_quality.py) supports
 DISTINCT = 0.35  # at most this for videos that are not copies
-
-# --------------------------------------------------------------------------------------
-# Clip making
-# --------------------------------------------------------------------------------------
-
-
-def _rgb(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x)
-    if x.ndim == 2:
-        x = np.stack([x] * 3, axis=-1)
-    return np.ascontiguousarray(x[..., :3])
-
-
-def view(photo: np.ndarray, cx: float, cy: float, zoom: float, w: int = W, h: int = H) -> np.ndarray:
-    """A w x h view of the photo centred at (cx, cy) (fractions of it), `zoom` of its
-    largest window of that aspect."""
-    ph, pw = photo.shape[:2]
-    base = min(pw / w, ph / h)
-    vw, vh = w * base * zoom, h * base * zoom
-    x0 = float(np.clip(cx * pw - vw / 2, 0, pw - vw))
-    y0 = float(np.clip(cy * ph - vh / 2, 0, ph - vh))
-    return np.asarray(Image.fromarray(photo).resize((w, h), Image.Resampling.BILINEAR,
-                                                    box=(x0, y0, x0 + vw, y0 + vh)))
-
-
-def clip(a: np.ndarray, b: np.ndarray, seconds: float = 4.0) -> list[np.ndarray]:
-    """Pan across a, hard cut, zoom into b, pan across b."""
-    n = int(seconds * FPS)
-    n1, n2 = n * 2 // 5, n * 3 // 10
-    n3 = n - n1 - n2
-    frames = [view(a, 0.25 + 0.5 * i / n1, 0.5, 0.6) for i in range(n1)]
-    frames += [view(b, 0.5, 0.5, 0.95 - 0.4 * i / n2) for i in range(n2)]
-    frames += [view(b, 0.7 - 0.4 * i / n3, 0.4, 0.55) for i in range(n3)]
-    return frames
-
-
-def encode(frames: list[np.ndarray], *, fps: int = FPS, codec: str = "libx264",
-           bit_rate: int | None = None, fmt: str = "mp4", path=None) -> bytes:
-    """Encode RGB frames; with `path` the file is written there (mp4 moov at the front)."""
-    target = str(path) if path is not None else io.BytesIO()
-    options = {"movflags": "faststart"} if path is not None and fmt == "mp4" else {}
-    with av.open(target, "w", format=fmt, options=options) as out:
-        s = out.add_stream(codec, rate=fps)
-        s.height, s.width = frames[0].shape[:2]
-        s.pix_fmt = "yuv420p"
-        if codec == "libx264":
-            s.options = {"preset": "ultrafast"}
-        if bit_rate:
-            s.bit_rate = bit_rate
-        for f in frames:
-            for p in s.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")):
-                out.mux(p)
-        for p in s.encode():
-            out.mux(p)
-    if path is not None:
-        return path.read_bytes()
-    return target.getvalue()
-
-
-def write_clip_and_trimmed_copy(folder, photos) -> list[np.ndarray]:
-    """orig.mp4 (astronaut then coffee) and trimmed.mp4 (its first half second cut,
-    re-encoded at a low bit rate) in `folder`; returns the original's frames."""
-    frames = clip(photos["astronaut"], photos["coffee"])
-    encode(frames, path=folder / "orig.mp4")
-    encode(frames[12:], path=folder / "trimmed.mp4", bit_rate=80_000)
-    return frames
-
-
-@pytest.fixture(scope="module")
-def photos():
-    return {"astronaut": _rgb(data.astronaut()), "coffee": _rgb(data.coffee()),
-            "rocket": _rgb(data.rocket()), "camera": _rgb(data.camera()),
-            "chelsea": _rgb(data.chelsea())}
-
 
 @pytest.fixture(scope="module")
 def frames_a(photos):
@@ -375,28 +298,10 @@ def test_truncated_file_gives_the_frames_it_has(tmp_path, frames_a, sig_a, fmt, 
     assert _reason(head) == "corrupt_video"
 
 
-def _audio(codec: str, fmt: str, sample_fmt: str) -> bytes:
-    buf = io.BytesIO()
-    with av.open(buf, "w", format=fmt) as out:
-        s = out.add_stream(codec, rate=44100)
-        s.layout = "mono"
-        n = 1152
-        for i in range(20):
-            x = np.sin(np.arange(n) * 0.05 + i) * 0.3
-            arr = x.astype(np.float32)[None] if sample_fmt == "fltp" else (x * 20000).astype(np.int16)[None]
-            frame = av.AudioFrame.from_ndarray(arr, format=sample_fmt, layout="mono")
-            frame.sample_rate = 44100
-            for p in s.encode(frame):
-                out.mux(p)
-        for p in s.encode():
-            out.mux(p)
-    return buf.getvalue()
-
-
 @pytest.mark.parametrize("codec,fmt,sample_fmt", [("aac", "mp4", "fltp"), ("mp2", "matroska", "s16")])
 def test_audio_only_has_no_video_stream(codec, fmt, sample_fmt):
     with pytest.raises(VideoError) as exc:
-        video_frames(_audio(codec, fmt, sample_fmt))
+        video_frames(audio_only(codec, fmt, sample_fmt))
     assert exc.value.reason == "no_video_stream" and "audio" in exc.value.detail
 
 

@@ -10,19 +10,18 @@ import pytest
 
 from mmdedup import Platform
 
-from test_video import (  # noqa: F401  (clip makers and the photo fixture)
-    _audio, clip, encode, photos, write_clip_and_trimmed_copy)
+from helpers import audio_only, clip, encode, write_clip_and_trimmed_copy
 
 
 @pytest.fixture(scope="module")
-def videos(tmp_path_factory, photos):  # noqa: F811
+def videos(tmp_path_factory, photos):
     folder = tmp_path_factory.mktemp("videos")
     frames = write_clip_and_trimmed_copy(folder, photos)
     encode([np.ascontiguousarray(f[:, ::-1]) for f in frames], path=folder / "mirrored.mp4")
     encode(clip(photos["rocket"], photos["chelsea"]), path=folder / "other.mp4")
     whole = (folder / "orig.mp4").read_bytes()
     (folder / "truncated.mp4").write_bytes(whole[: len(whole) // 3])
-    (folder / "audio.mkv").write_bytes(_audio("mp2", "matroska", "s16"))
+    (folder / "audio.mkv").write_bytes(audio_only("mp2", "matroska", "s16"))
     return folder
 
 

@@ -11,11 +11,9 @@ from sqlalchemy import select
 from mmdedup import Platform
 from mmdedup.store.schema import Item
 
+from helpers import pair_map
+
 DATA = Path(__file__).parent / "data" / "web"
-
-
-def pairs_by_ids(platform: Platform) -> dict[tuple[str, str], dict]:
-    return {tuple(sorted((p["a"], p["b"]))): p for p in platform.pairs("weak")}
 
 
 def test_folder_of_pages(platform: Platform, tmp_path: Path) -> None:
@@ -28,7 +26,7 @@ def test_folder_of_pages(platform: Platform, tmp_path: Path) -> None:
     assert reasons == {"no_content.html": "empty_content", "xml_bomb.xhtml": "malformed_page",
                        "deep.html": "page_too_deep"}
     assert report.new == 7
-    pairs = pairs_by_ids(platform)
+    pairs = pair_map(platform)
     # One story on two sites: the same main text under different templates.
     story = pairs[("en_a1.html", "en_b1.html")]
     assert story["tier"] == "strong" and story["signals"]["dom"] < 0.2
