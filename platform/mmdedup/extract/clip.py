@@ -228,8 +228,8 @@ class ClipEncoder:
             return local
         if _offline() or not self.allow_download:
             raise self._fail(f"the weights of {spec.model}/{spec.pretrained} are not in "
-                             f"{cache} and downloads are off (HF_HUB_OFFLINE, or clip_download "
-                             f"= false in the store's config.toml); {_advice(spec)}")
+                             f"{cache} and downloads are off (HF_HUB_OFFLINE, or download "
+                             f"= false under [signals.clip] in the store's config.toml); {_advice(spec)}")
         try:
             cache.mkdir(parents=True, exist_ok=True)
             path = open_clip.download_pretrained(cfg, cache_dir=str(cache))

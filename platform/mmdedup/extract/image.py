@@ -43,7 +43,6 @@ import numpy as np
 import scipy.fftpack
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-# TEMP
 from .simhash import hamming
 
 # Decoding limits. The ingest passes Settings.max_image_pixels; this default is the same.
@@ -91,10 +90,11 @@ PIL_DIHEDRAL = (
 # mirrored, brightened, greyed or padded copy is within 8 bits, most crops, rotations and
 # watermarks within 12. So 8 bits is strong (merged), 12 medium (review), 13 weak, and
 # 14, where different photos begin, is under every tier.
-# Distance -> score and the match radius are settings (config.py); these are their defaults.
-IMAGE_CALIBRATION = ((0.0, 1.0), (4.0, 0.95), (8.0, 0.9), (12.0, 0.8), (14.0, 0.6), (24.0, 0.2), (32.0, 0.0))  # TEMP
+# Distance -> score and the match radius are the image signal's settings
+# (signals/image.py); these copies serve the benchmarks and `image_similarity`.
+IMAGE_CALIBRATION = ((0.0, 1.0), (4.0, 0.95), (8.0, 0.9), (12.0, 0.8), (14.0, 0.6), (24.0, 0.2), (32.0, 0.0))
 # Distances at or under this are image duplicates in the bench's precision/recall tables.
-MATCH_DISTANCE = 12  # TEMP
+MATCH_DISTANCE = 12
 
 IMAGE_VERSION = (
     f"img1-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
