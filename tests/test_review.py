@@ -23,7 +23,7 @@ from sqlalchemy import select as sql_select, update
 
 from mmdedup import Platform
 from mmdedup.learn import feedback
-from mmdedup.review import HIGHLIGHT, differing, display_tokens, marked_texts
+from mmdedup.review.screen import HIGHLIGHT, differing, display_tokens, marked_texts
 from mmdedup.store.schema import Item as ItemRow
 from mmdedup.store.schema import Pair, ReviewClaim
 

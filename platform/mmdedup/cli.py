@@ -200,7 +200,7 @@ def cmd_labels(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_review(platform: Platform, args: argparse.Namespace) -> int:
-    from .review import run_review
+    from .review.screen import run_review
 
     tiers = [t.strip() for t in args.tiers.split(",") if t.strip()] if args.tiers else None
     if args.limit is not None and args.limit < 1:

@@ -31,9 +31,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from .api import SIGNAL_NAMES, Platform, default_reviewer
-from .learn.feedback import PairView, ReviewSession
-from .report import display_tokens
+from ..api import SIGNAL_NAMES, Platform, default_reviewer
+from ..learn.feedback import PairView, ReviewSession
+from ..report import display_tokens
 
 KEYS = {"d": "duplicate", "n": "distinct", "u": "unsure", "s": "skip", "z": "undo", "q": "quit"}
 KEY_LINE = "  ".join(f"[{k}] {v}" for k, v in KEYS.items())
