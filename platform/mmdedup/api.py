@@ -33,8 +33,8 @@ from .items import (
     read_items,
     read_manifest,
 )
-from .learn import feedback
-from .learn.feedback import DECISIONS, ImportReport, ReviewSession  # noqa: F401  (DECISIONS re-exported)
+from . import review as feedback  # the review engine (labels, queue, sessions)
+from .review import DECISIONS, ImportReport, ReviewSession  # noqa: F401  (DECISIONS re-exported)
 from .learn.retrain import Job, LockBusy, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
 from .score.cluster import accepted_edges, components

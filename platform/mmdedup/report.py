@@ -36,7 +36,7 @@ from .extract.image import ImageError, load_image
 from .extract.text import tokenize
 from .extract.video import VideoError, video_frames
 from .items import InputError, read_file, text_for_signals
-from .learn.feedback import queue_select
+from .review.queue import queue_select
 from .store.schema import Asset, Pair, utcnow
 from .store.schema import Item as ItemRow
 
@@ -127,7 +127,7 @@ def score_histogram(session: Session, settings: Settings) -> tuple[dict[str, Any
 def review_queue(session: Session, limit: int) -> tuple[int, list[dict[str, Any]]]:
     """(how many, the first `limit`) medium pairs no reviewer has decided, most uncertain
     first: the highest scores, nearest the line where pairs merge without a reviewer.
-    This is feedback's queue as a whole (no one reviewer's view): a pair counts as decided
+    This is the review queue as a whole (no one reviewer's view): a pair counts as decided
     once it has a duplicate or distinct label ('unsure' leaves it in the queue), as the
     clusters read labels, and pairs a session holds are still shown."""
     queue = queue_select(None, ("medium",), utcnow())

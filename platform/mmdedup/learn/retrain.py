@@ -29,11 +29,11 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
 from ..items import text_for_signals
+from ..review.labels import decisions_in_force
 from ..score.pairs import EXACT_VERSION
 from ..store.db import activate_version
 from ..store.schema import Item, JobLock, ModelVersion, Pair, utcnow
 from . import weights as word_weights
-from .feedback import decisions_in_force
 from .fusion_fit import FusionModel, fit_from_settings
 from .tfidf import freeze
 

@@ -5,7 +5,7 @@ that differ highlighted, the per-signal scores and the fused score, tier and kin
 keys: d duplicate, n distinct, u unsure, s skip, z undo, q quit. Keys are read one at a
 time when standard input is a terminal (cbreak mode, restored on exit); otherwise one line
 each (its first character), so a session can be scripted: `printf 'd\\nn\\nq\\n' | mmdedup
-review`. The queue logic (order, claims, undo, resume) is in learn/feedback.py.
+review`. The queue logic (order, claims, undo, resume) is in queue.py and session.py.
 
 Differing words: both texts are cut into the project tokenizer's tokens (jieba words for
 Chinese, folded case and width), aligned in order with difflib, and the tokens outside
@@ -32,8 +32,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..api import SIGNAL_NAMES, Platform, default_reviewer
-from ..learn.feedback import PairView, ReviewSession
 from ..report import display_tokens
+from .session import ReviewSession
+from .view import PairView
 
 KEYS = {"d": "duplicate", "n": "distinct", "u": "unsure", "s": "skip", "z": "undo", "q": "quit"}
 KEY_LINE = "  ".join(f"[{k}] {v}" for k, v in KEYS.items())
