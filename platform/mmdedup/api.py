@@ -7,7 +7,6 @@ it gets from `Platform.pairs()` are the same thing.
 
 from __future__ import annotations
 
-import getpass
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +34,7 @@ from .items import (
 )
 from . import review as feedback  # the review engine (labels, queue, sessions)
 from .review import DECISIONS, ImportReport, ReviewSession  # noqa: F401  (DECISIONS re-exported)
+from .review.labels import default_reviewer
 from .learn.retrain import Job, LockBusy, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
 from .score.cluster import accepted_edges, components
@@ -364,13 +364,6 @@ def _read(source: str | Path | bytes) -> bytes:
     if not path.is_file():
         raise FileNotFoundError(f"no file at {path}")
     return path.read_bytes()
-
-
-def default_reviewer() -> str:
-    try:
-        return os.environ.get("MMDEDUP_REVIEWER") or getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 def _pair_dict(pair: Pair, ids: dict[int, str]) -> dict[str, Any]:

@@ -9,7 +9,9 @@ them. The review queue and its claims are in queue.py, a reviewer's pass in sess
 from __future__ import annotations
 
 import csv
+import getpass
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -32,6 +34,13 @@ PairKey = tuple[int, int]
 
 
 # --- recording -------------------------------------------------------------------------
+
+
+def default_reviewer() -> str:
+    try:
+        return os.environ.get("MMDEDUP_REVIEWER") or getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
 
 
 def check_decision(decision: str) -> str:
@@ -333,5 +342,5 @@ def _utc(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc)
 
 
-__all__ = ["DECISIONS", "ImportReport", "RowError", "decisions_in_force", "import_labels",
-           "iter_labels", "label_pair", "write_labels"]
+__all__ = ["DECISIONS", "ImportReport", "RowError", "decisions_in_force", "default_reviewer",
+           "import_labels", "iter_labels", "label_pair", "write_labels"]

@@ -23,7 +23,7 @@ import signal
 import sys
 from contextlib import contextmanager
 from difflib import SequenceMatcher
-from typing import IO, Any, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any, Iterator, Sequence
 
 from rich import box
 from rich.cells import get_character_cell_size
@@ -31,10 +31,14 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..api import SIGNAL_NAMES, Platform, default_reviewer
+from ..api import SIGNAL_NAMES
 from ..report import display_tokens
+from .labels import default_reviewer
 from .session import ReviewSession
 from .view import PairView
+
+if TYPE_CHECKING:  # only a parameter's type: the screen is handed a Platform, never builds one
+    from ..api import Platform
 
 KEYS = {"d": "duplicate", "n": "distinct", "u": "unsure", "s": "skip", "z": "undo", "q": "quit"}
 KEY_LINE = "  ".join(f"[{k}] {v}" for k, v in KEYS.items())
