@@ -23,7 +23,8 @@ from sqlalchemy import select as sql_select, update
 
 from mmdedup import Platform
 from mmdedup.review import queue as feedback
-from mmdedup.review.screen import HIGHLIGHT, differing, display_tokens, marked_texts
+from mmdedup.review.display import display_tokens
+from mmdedup.review.screen import HIGHLIGHT, differing, marked_texts
 from mmdedup.store.schema import Item as ItemRow
 from mmdedup.store.schema import Pair, ReviewClaim
 

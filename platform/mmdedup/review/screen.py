@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..api import SIGNAL_NAMES
-from ..report import display_tokens
+from .display import display_tokens
 from .labels import default_reviewer
 from .session import ReviewSession
 from .view import PairView
