@@ -18,8 +18,8 @@ from skimage import data
 
 from conftest import write_manifest
 from mmdedup import Platform
-from mmdedup.report import (MARK_COLOUR, TIER_COLOURS, display_tokens, marked_html,
-                            shared_spans)
+from mmdedup.report.html import MARK_COLOUR, TIER_COLOURS, marked_html, shared_spans
+from mmdedup.review.display import display_tokens
 
 from helpers import write_clip_and_trimmed_copy
 

@@ -22,8 +22,9 @@ import pytest
 from sqlalchemy import select as sql_select, update
 
 from mmdedup import Platform
-from mmdedup.learn import feedback
-from mmdedup.review import HIGHLIGHT, differing, display_tokens, marked_texts
+from mmdedup.review import queue as feedback
+from mmdedup.review.display import display_tokens
+from mmdedup.review.screen import HIGHLIGHT, differing, marked_texts
 from mmdedup.store.schema import Item as ItemRow
 from mmdedup.store.schema import Pair, ReviewClaim
 

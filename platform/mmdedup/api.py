@@ -8,7 +8,6 @@ gets from `Platform.pairs()` are the same thing. Every signal comes from the reg
 
 from __future__ import annotations
 
-import getpass
 import os
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,8 +23,9 @@ from .learn.retrain import Job, LockBusy, RetrainReport, active_fusion, with_fus
 from .pipeline.ingest import IngestReport, run_ingest
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
 from .results import Cluster, Match, Pair, UnknownItem
-from .learn import feedback
-from .learn.feedback import DECISIONS, ImportReport, ReviewSession  # noqa: F401  (DECISIONS re-exported)
+from .review import labels, queue
+from .review.labels import DECISIONS, ImportReport, default_reviewer  # noqa: F401  (DECISIONS re-exported)
+from .review.session import ReviewSession
 from .score.cluster import accepted_edges, components
 from .signals import registry
 from .signals.base import Signal
@@ -197,7 +197,7 @@ class Platform:
         """Duplicate groups; the canonical member is the earliest ingested."""
         with self.sessions() as session:
             ids = queries.item_ids(session)
-            edges = accepted_edges(queries.pair_edges(session), feedback.decisions_in_force(session),
+            edges = accepted_edges(queries.pair_edges(session), labels.decisions_in_force(session),
                                    self.settings.tier_weak,
                                    [s.name for s in self._signals if s.medium])
         # pks grow in ingest order, so the smallest pk is the earliest ingested item.
@@ -215,7 +215,7 @@ class Platform:
         self._record_label(a, b, decision, reviewer)
 
     def _record_label(self, a: str, b: str, decision: str, reviewer: str | None) -> None:
-        feedback.label_pair(self.sessions, a, b, decision, reviewer or default_reviewer())
+        labels.label_pair(self.sessions, a, b, decision, reviewer or default_reviewer())
 
     # --- review ------------------------------------------------------------------------
 
@@ -223,29 +223,29 @@ class Platform:
                       fmt: str | None = None) -> ImportReport:
         """Bulk-import labels from CSV (header a,b,decision[,reviewer][,created_at]) or JSON
         Lines; bad rows are reported with line number and reason, the rest imported."""
-        return feedback.import_labels(self.sessions, path, reviewer or default_reviewer(), fmt)
+        return labels.import_labels(self.sessions, path, reviewer or default_reviewer(), fmt)
 
     def labels(self) -> list[dict[str, Any]]:
         """Every label, oldest first: [{"a", "b", "decision", "reviewer", "created_at"}]."""
-        return list(feedback.iter_labels(self.sessions))
+        return list(labels.iter_labels(self.sessions))
 
     def export_labels(self, out: str | Path | IO[str], fmt: str = "jsonl") -> int:
         """Write every label as JSON Lines or CSV to a path or an open text file; returns
         how many. The output imports back with `import_labels`."""
         if isinstance(out, (str, Path)):
             with open(out, "w", encoding="utf-8", newline="") as fh:
-                return feedback.write_labels(feedback.iter_labels(self.sessions), fh, fmt)
-        return feedback.write_labels(feedback.iter_labels(self.sessions), out, fmt)
+                return labels.write_labels(labels.iter_labels(self.sessions), fh, fmt)
+        return labels.write_labels(labels.iter_labels(self.sessions), out, fmt)
 
     def review_queue(self, reviewer: str | None = None, tiers: Iterable[str] | None = None,
                      limit: int | None = None) -> list[dict[str, Any]]:
         """The pairs `reviewer` would be offered next, in order, without claiming them."""
-        tiers = feedback.check_tiers(list(tiers or self.settings.review_tiers))
-        return feedback.peek_queue(self.sessions, reviewer or default_reviewer(), tiers, limit)
+        tiers = queue.check_tiers(list(tiers or self.settings.review_tiers))
+        return queue.peek_queue(self.sessions, reviewer or default_reviewer(), tiers, limit)
 
     def review_session(self, reviewer: str | None = None,
                        tiers: Iterable[str] | None = None) -> ReviewSession:
-        """A reviewer's pass over the review queue (see learn/feedback.py); close it (or use
+        """A reviewer's pass over the review queue (see review/session.py); close it (or use
         it in a with block) to release the pairs it holds."""
         return ReviewSession(self.sessions, self.settings, reviewer or default_reviewer(),
                              list(tiers) if tiers else None)
@@ -295,13 +295,6 @@ def _read(source: str | Path | bytes) -> bytes:
     if not path.is_file():
         raise FileNotFoundError(f"no file at {path}")
     return path.read_bytes()
-
-
-def default_reviewer() -> str:
-    try:
-        return os.environ.get("MMDEDUP_REVIEWER") or getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 def pair_of(row: Any, ids: dict[int, str], listed: Sequence[str]) -> Pair:

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings, SignalSettings
 from ..input.items import text_for_signals
+from ..review.labels import decisions_in_force
 from ..score.fusion import Fusion
 from ..signals.text import WORDS_KIND, load_word_weights
 from ..store.db import activate_version
@@ -37,7 +38,6 @@ from ..store.models import active_row, active_version
 from ..store.pairs import pair_tiers, scored_pair_keys
 from ..store.schema import JobLock, ModelVersion, utcnow
 from . import weights as word_weights
-from .feedback import decisions_in_force
 from .fusion_fit import FusionModel, fit_from_settings
 from .tfidf import freeze
 

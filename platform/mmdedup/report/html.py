@@ -1,260 +1,30 @@
-"""The HTML report: one self-contained page a reviewer opens offline.
-
-It shows what the store concluded and why: a summary, a histogram of fused scores per
-tier, the duplicate clusters with thumbnails of their members, and the review queue (the
-medium pairs no reviewer has decided yet), each pair with its per-signal scores and the
-two texts side by side, shared passages highlighted.
-
-Self-contained means one file and nothing fetched: thumbnails are data: URIs made here
-(Pillow for pictures, the first keyframes PyAV decodes for videos), the CSS is inline, the
-histogram is inline SVG, there is no script, and a Content-Security-Policy forbids loading
-anything else, so a report mailed around or opened years later shows the same thing.
-Item text is untrusted input: every string is escaped before it reaches the page.
-
-Results are plain dicts; `write_report` returns the summary it rendered.
-"""
+"""The report page rendered: HTML and CSS inline, the histogram as inline SVG, item
+text escaped, shared passages marked."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
-import io
 import json
-import re
-from datetime import datetime, timezone
-from functools import lru_cache
-from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
-from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
 
-from .config import TIERS, Settings
-from .extract.image import ImageError, load_image
-from .extract.text import tokenize
-from .extract.video import VideoError, video_frames
-from .input.items import InputError, read_file, text_for_signals
-from .learn.feedback import queue_select
-from .signals import registry
-from .store.schema import Asset, Pair, utcnow
-from .store.schema import Item as ItemRow
+from ..config import TIERS, Settings
+from ..review.display import display_tokens
+from ..signals import registry
+from .gather import MAX_MEMBERS
+from .thumbs import KEYFRAMES, THUMB_SIDE, Thumbnails
 
 # Colours are exact so a screenshot test can find them.
 TIER_COLOURS = {"strong": "#c0392b", "medium": "#e67e22", "weak": "#2e86c1"}
 MARK_COLOUR = "#ffe066"
-
-THUMB_SIDE = 160  # pixels, the longer side of a thumbnail
-THUMB_QUALITY = 75  # JPEG
-KEYFRAMES = 3  # per video, spread over the frames kept (content-sampled, so they differ)
-KEYFRAME_SCAN = 60  # kept frames decoded to choose them from (about the first minute)
 MAX_THUMBS = 4  # per item in a pair; cluster members show one
-MAX_MEMBERS = 12  # members shown per cluster
 MAX_TEXT_CHARS = 20_000  # of each text shown side by side
 SNIPPET_CHARS = 200  # of a cluster member's text
 MIN_SHARED_TOKENS = 4  # a shared passage is a run of at least this many tokens
-HIST_BIN = 0.01  # histogram bin width on the fused score
-DEFAULT_MAX_PAIRS = 200
-DEFAULT_MAX_CLUSTERS = 100
-
-
-def write_report(out: Path, sessions: sessionmaker[Session], settings: Settings,
-                 clusters: list[dict[str, Any]], *, max_pairs: int = DEFAULT_MAX_PAIRS,
-                 max_clusters: int = DEFAULT_MAX_CLUSTERS,
-                 root: str | Path | None = None) -> dict[str, Any]:
-    """Render the report to `out` (written whole, then renamed, so a reader never sees
-    half a page) and return its summary. `clusters` are Platform.clusters() lines;
-    `root` resolves relative asset paths of items ingested from Python (as ingest's)."""
-    if max_pairs < 0 or max_clusters < 0:
-        raise ValueError("--max-pairs and --max-clusters must not be negative")
-    with sessions() as session:
-        data = gather(session, settings, clusters, max_pairs, max_clusters)
-    page = render(data, settings, Thumbnails(settings, Path(root) if root else None))
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(out)
-    return {"path": str(out), **data["summary"]}
-
-
-# --- gathering -------------------------------------------------------------------------
-
-
-def gather(session: Session, settings: Settings, clusters: list[dict[str, Any]],
-           max_pairs: int, max_clusters: int) -> dict[str, Any]:
-    """Everything the page shows, read in a handful of queries, as plain dicts."""
-    histogram, tier_counts = score_histogram(session, settings)
-    queue_total, queue = review_queue(session, max_pairs)
-    # Largest groups first: they are where a wrong merge costs most.
-    shown = sorted(clusters, key=lambda c: -len(c["members"]))[:max_clusters]
-    wanted = {m for c in shown for m in c["members"][:MAX_MEMBERS]}
-    wanted |= {p[side] for p in queue for side in ("a", "b")}
-    return {
-        "summary": {
-            "items": session.scalar(select(func.count()).select_from(ItemRow)) or 0,
-            "pairs": tier_counts,
-            "clusters": len(clusters), "clusters_shown": len(shown),
-            "review_queue": queue_total, "review_shown": len(queue),
-            "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        },
-        "histogram": histogram,
-        "clusters": shown,
-        "queue": queue,
-        "items": load_items(session, wanted),
-    }
-
-
-def score_histogram(session: Session, settings: Settings) -> tuple[dict[str, Any], dict[str, int]]:
-    """Counts of fused scores per bin and tier, and pairs per tier. Scores are streamed
-    and binned in numpy, not binned in SQL: CAST(x AS INTEGER) truncates on SQLite but
-    rounds on PostgreSQL, and floor() is not in every SQLite build."""
-    lo = np.floor(settings.tier_weak / HIST_BIN + 1e-9) * HIST_BIN
-    bins = max(1, int(round((1.0 - lo) / HIST_BIN)))
-    counts = {tier: np.zeros(bins, np.int64) for tier in TIERS}
-    result = session.execute(select(Pair.tier, Pair.score).execution_options(yield_per=50_000))
-    for part in result.partitions():
-        tiers = np.array([t for t, _ in part], dtype=object)
-        scores = np.array([s for _, s in part], dtype=np.float64)
-        index = np.clip(np.floor((scores - lo) / HIST_BIN + 1e-9).astype(np.int64), 0, bins - 1)
-        for tier in TIERS:
-            counts[tier] += np.bincount(index[tiers == tier], minlength=bins)
-    tier_counts = {tier: int(c.sum()) for tier, c in counts.items()}
-    return {"lo": float(lo), "width": HIST_BIN,
-            "counts": {t: c.tolist() for t, c in counts.items()}}, tier_counts
-
-
-def review_queue(session: Session, limit: int) -> tuple[int, list[dict[str, Any]]]:
-    """(how many, the first `limit`) medium pairs no reviewer has decided, most uncertain
-    first: the highest scores, nearest the line where pairs merge without a reviewer.
-    This is feedback's queue as a whole (no one reviewer's view): a pair counts as decided
-    once it has a duplicate or distinct label ('unsure' leaves it in the queue), as the
-    clusters read labels, and pairs a session holds are still shown."""
-    queue = queue_select(None, ("medium",), utcnow())
-    total = session.scalar(select(func.count()).select_from(queue.order_by(None).subquery())) or 0
-    rows = session.scalars(queue.with_only_columns(Pair).limit(limit)).all()
-    ids = dict(session.execute(select(ItemRow.pk, ItemRow.id).where(
-        ItemRow.pk.in_({pk for p in rows for pk in (p.a_pk, p.b_pk)}))).all())
-    return total, [{"a": ids[p.a_pk], "b": ids[p.b_pk], "score": round(p.score, 4),
-                    "tier": p.tier, "kind": p.kind, "signals": p.signals,
-                    "details": p.details or {}} for p in rows]
-
-
-def load_items(session: Session, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The shown items with the text the text signal reads and their stored assets."""
-    rows = session.scalars(select(ItemRow).where(ItemRow.id.in_(list(ids)))).all()
-    by_pk = {r.pk: {"id": r.id, "title": r.title or "",
-                    "text": text_for_signals(r.title, r.text, r.page_text),
-                    "source": r.source, "assets": []} for r in rows}
-    for a in session.scalars(select(Asset).where(Asset.item_pk.in_(list(by_pk)))
-                             .order_by(Asset.item_pk, Asset.role, Asset.position)):
-        by_pk[a.item_pk]["assets"].append({"role": a.role, "path": a.path, "sha256": a.sha256})
-    return {item["id"]: item for item in by_pk.values()}
-
-
-# --- thumbnails ------------------------------------------------------------------------
-
-
-class Thumbnails:
-    """Data-URI thumbnails of an item's pictures and video keyframes. Each file is read
-    and decoded once per report however many pairs show it; a file that is gone, changed
-    or undecodable becomes a placeholder with the reason, never an error."""
-
-    def __init__(self, settings: Settings, root: Path | None) -> None:
-        self.settings = settings
-        self.root = root
-        self.cache: dict[tuple[str, Path, str], dict[str, Any]] = {}
-
-    def of(self, item: dict[str, Any], limit: int) -> list[dict[str, Any]]:
-        """Up to `limit` views [{"label", "uris", "error", "note"}], pictures first."""
-        views = [self.asset(a, item["source"]) for a in item["assets"] if a["role"] != "html"]
-        views += [self.asset(a, item["source"]) for a in item["assets"] if a["role"] == "html"]
-        return views[:limit]
-
-    def asset(self, asset: dict[str, Any], source: str | None) -> dict[str, Any]:
-        path = self.resolve(asset["path"], source)
-        key = (asset["role"], path, asset["sha256"])
-        if key not in self.cache:
-            self.cache[key] = self._make(asset, path)
-        return self.cache[key]
-
-    def resolve(self, rel: str, source: str | None) -> Path:
-        """Where an asset is now: relative paths are relative to the manifest's folder or
-        the ingested folder (the item's source), to `root` for items ingested from
-        Python, else to the working directory (as ingest resolved them)."""
-        path = Path(rel)
-        if path.is_absolute():
-            return path
-        if source and source != "api":
-            base = Path(source)
-            return (base if base.is_dir() else base.parent) / path
-        return (self.root or Path.cwd()) / path
-
-    def _make(self, asset: dict[str, Any], path: Path) -> dict[str, Any]:
-        view = {"label": f"{asset['role']}: {asset['path']}", "uris": [], "error": None, "note": None}
-        try:
-            data = read_file(path, asset["path"], self.settings)
-            if hashlib.sha256(data).hexdigest() != asset["sha256"]:
-                view["note"] = "the file changed since it was ingested"
-            if asset["role"] == "image":
-                view["uris"] = [_jpeg_uri(load_image(data, self.settings.max_image_pixels,
-                                                     draft_side=THUMB_SIDE))]
-            elif asset["role"] == "video":
-                frames = video_frames(data, max_frames=KEYFRAME_SCAN, keep_images=True,
-                                      image_size=THUMB_SIDE, max_bytes=self.settings.max_file_bytes,
-                                      max_seconds=self.settings.max_video_seconds)
-                images = frames.images or []
-                picks = np.unique(np.linspace(0, len(images) - 1, KEYFRAMES).round().astype(int))
-                view["uris"] = [_jpeg_uri(images[i]) for i in picks] if images else []
-        except (InputError, ImageError, VideoError) as exc:
-            view["error"] = str(exc)
-        return view
-
-
-def _jpeg_uri(image: Any) -> str:
-    image = image.convert("RGB")
-    image.thumbnail((THUMB_SIDE, THUMB_SIDE))
-    buf = io.BytesIO()
-    image.save(buf, format="JPEG", quality=THUMB_QUALITY)
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 # --- shared passages -------------------------------------------------------------------
-
-_WORD_RUN = re.compile(r"[^\W_]+")
-
-
-def display_tokens(text: str, limit: int | None = None) -> list[tuple[int, int, str]]:
-    """(start, end, key) of each token of `text` (the first `limit` of them), offsets into
-    the text as shown.
-
-    The keys are the project tokenizer's tokens (folded case, width and punctuation;
-    jieba words for Chinese), so two texts share a passage exactly where the text signal
-    saw shared words; the offsets let the original, unfolded text be marked. The report
-    and the review screen both mark texts with these."""
-    tokens: list[tuple[int, int, str]] = []
-    for run in _WORD_RUN.finditer(text):
-        start = run.start()
-        tokens.extend((start + s, start + e, key) for s, e, key in _run_tokens(run.group()))
-        if limit is not None and len(tokens) >= limit:
-            break
-    return tokens[:limit]
-
-
-@lru_cache(maxsize=1 << 16)
-def _run_tokens(run: str) -> tuple[tuple[int, int, str], ...]:
-    """Tokens of one run of word characters. The tokenizer only folds characters, so
-    its tokens tile the run; where folding changed a length (a ligature, say), the run
-    stays one token."""
-    words = tokenize(run, drop_stop_words=False)
-    if sum(map(len, words)) != len(run):
-        return ((0, len(run), "".join(words) or run.casefold()),)
-    spans, at = [], 0
-    for word in words:
-        spans.append((at, at + len(word), word))
-        at += len(word)
-    return tuple(spans)
 
 
 def shared_spans(a: list[tuple[int, int, str]], b: list[tuple[int, int, str]],
@@ -507,5 +277,4 @@ def _fmt(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-__all__ = ["write_report", "gather", "render", "display_tokens", "shared_spans", "marked_html",
-           "DEFAULT_MAX_PAIRS", "DEFAULT_MAX_CLUSTERS", "TIER_COLOURS", "MARK_COLOUR"]
+__all__ = ["render", "shared_spans", "marked_html", "TIER_COLOURS", "MARK_COLOUR"]

@@ -5,7 +5,7 @@ that differ highlighted, the per-signal scores and the fused score, tier and kin
 keys: d duplicate, n distinct, u unsure, s skip, z undo, q quit. Keys are read one at a
 time when standard input is a terminal (cbreak mode, restored on exit); otherwise one line
 each (its first character), so a session can be scripted: `printf 'd\\nn\\nq\\n' | mmdedup
-review`. The queue logic (order, claims, undo, resume) is in learn/feedback.py.
+review`. The queue logic (order, claims, undo, resume) is in queue.py and session.py.
 
 Differing words: both texts are cut into the project tokenizer's tokens (jieba words for
 Chinese, folded case and width), aligned in order with difflib, and the tokens outside
@@ -23,7 +23,7 @@ import signal
 import sys
 from contextlib import contextmanager
 from difflib import SequenceMatcher
-from typing import IO, Any, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any, Iterator, Sequence
 
 from rich import box
 from rich.cells import get_character_cell_size
@@ -31,10 +31,14 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from .api import Platform, default_reviewer
-from .signals.registry import listed_names
-from .learn.feedback import PairView, ReviewSession
-from .report import display_tokens
+from ..signals.registry import listed_names
+from .display import display_tokens
+from .labels import default_reviewer
+from .session import ReviewSession
+from .view import PairView
+
+if TYPE_CHECKING:  # only a parameter's type: the screen is handed a Platform, never builds one
+    from ..api import Platform
 
 KEYS = {"d": "duplicate", "n": "distinct", "u": "unsure", "s": "skip", "z": "undo", "q": "quit"}
 KEY_LINE = "  ".join(f"[{k}] {v}" for k, v in KEYS.items())

@@ -1,0 +1,163 @@
+"""The commands: one function each, `mmdedup COMMAND` runs COMMANDS[COMMAND]."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..api import DECISIONS, LockBusy, Platform
+from ..signals.registry import listed_names
+from .output import fmt_signals, print_jsonl, print_pairs_csv, print_table
+
+
+def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
+    show = not args.no_progress and sys.stderr.isatty()
+    report = platform.ingest(args.source, progress=show, workers=args.workers)
+    print(report.summary())
+    if report.failed:
+        print("see `mmdedup failures` for the reasons; a rerun retries them", file=sys.stderr)
+    return 0
+
+
+def cmd_pairs(platform: Platform, args: argparse.Namespace) -> int:
+    pairs = [p.as_dict() for p in platform.pairs(args.min_tier)]
+    names = listed_names()
+    if args.format == "jsonl":
+        print_jsonl(pairs)
+    elif args.format == "csv":
+        print_pairs_csv(pairs)
+    else:
+        print_table(["a", "b", "score", "tier", "kind", *names],
+                    [[p["a"], p["b"], f"{p['score']:.3f}", p["tier"], p["kind"],
+                      *fmt_signals(p["signals"], names)] for p in pairs], f"{len(pairs)} pairs")
+    return 0
+
+
+def cmd_clusters(platform: Platform, args: argparse.Namespace) -> int:
+    clusters = [c.as_dict() for c in platform.clusters()]
+    if args.format == "jsonl":
+        print_jsonl(clusters)
+    else:
+        print_table(["canonical", "size", "members"],
+                    [[c["canonical"], str(len(c["members"])), ", ".join(c["members"])] for c in clusters],
+                    f"{len(clusters)} clusters")
+    return 0
+
+
+def cmd_label(platform: Platform, args: argparse.Namespace) -> int:
+    decision = next((d for d in DECISIONS if getattr(args, d)), None)
+    if args.file:
+        if args.a or args.b or decision:
+            raise ValueError("label --file takes no pair and no decision: they are in the file")
+        report = platform.import_labels(args.file, reviewer=args.reviewer, fmt=args.format)
+        for error in report.errors:
+            print(f"{args.file}:{error.line}: {error.reason}: {error.detail}", file=sys.stderr)
+        print(report.summary())
+        return 1 if report.errors else 0
+    if not (args.a and args.b) or decision is None:
+        raise ValueError("label needs A B and one of --duplicate, --distinct, --unsure "
+                         "(or --file PATH)")
+    platform.label(args.a, args.b, decision=decision, reviewer=args.reviewer)
+    print(f"{args.a} ~ {args.b}: {decision}")
+    return 0
+
+
+def cmd_labels(platform: Platform, args: argparse.Namespace) -> int:
+    if args.export or args.out:
+        if args.out:
+            n = platform.export_labels(args.out, args.format)
+            print(f"wrote {n} labels to {args.out}", file=sys.stderr)
+        else:
+            platform.export_labels(sys.stdout, args.format)
+        return 0
+    labels = platform.labels()
+    print_table(["a", "b", "decision", "reviewer", "at"],
+                [[r["a"], r["b"], r["decision"], r["reviewer"], r["created_at"]] for r in labels],
+                f"{len(labels)} labels")
+    return 0
+
+
+def cmd_review(platform: Platform, args: argparse.Namespace) -> int:
+    from ..review.screen import run_review
+
+    tiers = [t.strip() for t in args.tiers.split(",") if t.strip()] if args.tiers else None
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit takes a positive number")
+    return run_review(platform, reviewer=args.reviewer, limit=args.limit, tiers=tiers)
+
+
+def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
+    failures = platform.failures(include_resolved=args.all)
+    if args.format == "jsonl":
+        print_jsonl(failures)
+    else:
+        print_table(["source", "key", "reason", "detail"],
+                    [[os.path.basename(f["source"]), f["key"], f["reason"], f["detail"]] for f in failures],
+                    f"{len(failures)} failures")
+    return 0
+
+
+def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
+    meta = dict(item.split("=", 1) for item in args.meta if "=" in item)
+    if len(meta) != len(args.meta):
+        raise ValueError("--meta takes KEY=VALUE")
+    results = [m.as_dict() for m in platform.query(
+        args.text, image=args.image, video=args.video, html=args.html, k=args.k,
+        min_score=args.min_score, meta=meta, since=args.since, until=args.until)]
+    if args.format == "json":
+        print(json.dumps(results, ensure_ascii=False))
+    else:
+        # query-only signals (clip_text: a text matched to pictures) get columns when present
+        listed = listed_names()
+        extra = sorted({s for r in results for s in r["signals"] if s not in listed})
+        names = [*listed, *extra]
+        print_table(["id", "score", *names],
+                    [[r["id"], f"{r['score']:.3f}", *fmt_signals(r["signals"], names)]
+                     for r in results], f"{len(results)} matches")
+    return 0
+
+
+def cmd_stats(platform: Platform, args: argparse.Namespace) -> int:
+    stats = platform.stats()
+    if args.format == "json":
+        print(json.dumps(stats, ensure_ascii=False, indent=2))
+        return 0
+    rows = []
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k} {v}" for k, v in value.items()) or "-"
+        rows.append([key, str(value)])
+    print_table(["what", "count"], rows, "mmdedup store")
+    return 0
+
+
+def cmd_report(platform: Platform, args: argparse.Namespace) -> int:
+    summary = platform.report(args.out, max_pairs=args.max_pairs,
+                              max_clusters=args.max_clusters, root=args.root)
+    print(f"wrote {summary['path']}: {summary['clusters_shown']} of {summary['clusters']} "
+          f"clusters, {summary['review_shown']} of {summary['review_queue']} pairs to review")
+    return 0
+
+
+def cmd_retrain(platform: Platform, args: argparse.Namespace) -> int:
+    try:
+        report = platform.retrain(rollback=args.rollback, wait_seconds=args.wait)
+    except LockBusy as exc:
+        print(f"mmdedup: {exc}", file=sys.stderr)
+        return 3
+    except LookupError as exc:  # nothing to roll back
+        print(f"mmdedup: error: {exc.args[0]}", file=sys.stderr)
+        return 2
+    print(report.summary())
+    return 0
+
+
+COMMANDS = {"ingest": cmd_ingest, "pairs": cmd_pairs, "clusters": cmd_clusters,
+            "label": cmd_label, "failures": cmd_failures, "query": cmd_query,
+            "stats": cmd_stats, "report": cmd_report, "labels": cmd_labels,
+            "review": cmd_review, "retrain": cmd_retrain}
+
+
+__all__ = ["COMMANDS"]
