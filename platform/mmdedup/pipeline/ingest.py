@@ -32,10 +32,6 @@ from ..store.runs import finish_run, start_run
 from ..store.schema import utcnow
 
 # Which pair signals an exact match on each part of the content sets to 1.0.
-_SIGNALS_OF_ROLE = {"text": ("text",), "html": ("text", "dom"), "image": ("image",),
-                    "video": ("video",)}
-
-
 @dataclass
 class IngestReport:
     source: str
@@ -219,7 +215,7 @@ def _write_chunk(
     changed = _upsert_items(session, loaded, report, now)
     if changed:
         _write_assets(session, changed)
-        _write_exact_pairs(session, changed, settings, report)
+        _write_exact_pairs(session, changed, settings, report, signals)
         for signal in signals:
             signal.prepare(session, changed)
         found = [c for signal in signals if (c := signal.on_chunk(session, changed)) is not None]
@@ -279,16 +275,16 @@ def _write_assets(session: Session, changed: list[tuple[int, LoadedItem]]) -> No
     stored_items.insert_assets(session, rows)
 
 
-def exact_signals(li: LoadedItem) -> dict[str, float]:
-    signals = {"text": 1.0} if li.text_hash else {}
-    for asset in li.assets:
-        signals.update(dict.fromkeys(_SIGNALS_OF_ROLE[asset.role], 1.0))
-    return signals
+def exact_signals(li: LoadedItem, signals: Sequence[Signal]) -> dict[str, float]:
+    """The signals an exact copy scores 1.0: those that read a part the item has (its
+    text, page, pictures, video), each signal saying which parts it reads."""
+    parts = (["text"] if li.text_hash else []) + [asset.role for asset in li.assets]
+    return {s.name: 1.0 for part in parts for s in signals if part in s.exact_parts}
 
 
 def _write_exact_pairs(
     session: Session, changed: list[tuple[int, LoadedItem]], settings: Settings,
-    report: IngestReport,
+    report: IngestReport, signals: Sequence[Signal],
 ) -> None:
     """Pair each new or changed item with the earliest items of the same content key."""
     members = stored_items.members_of(session, {li.content_key for _, li in changed})
@@ -296,6 +292,6 @@ def _write_exact_pairs(
     for pk, li in changed:
         others = [m for m in members[li.content_key] if m != pk][: settings.max_exact_pairs_per_item]
         for other in others:
-            pairs[(min(pk, other), max(pk, other))] = exact_signals(li)
+            pairs[(min(pk, other), max(pk, other))] = exact_signals(li, signals)
     insert_exact_pairs(session, pairs)
     report.exact_pairs += len(pairs)

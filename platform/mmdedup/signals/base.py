@@ -51,6 +51,9 @@ class Signal(Generic[V, S]):
     # moves the fused mean.
     medium: ClassVar[str | None] = None
     kind: ClassVar[str | None] = None
+    # The parts of an item this signal reads ("text": its own text or title, "html",
+    # "image", "video"): two items with the same content score 1.0 on it.
+    exact_parts: ClassVar[tuple[str, ...]] = ()
     # Always a column of the pairs line and table (null where a pair lacks it); the others
     # appear only where they have a value.
     listed: ClassVar[bool] = False

@@ -44,6 +44,7 @@ class DomSignal(Signal[np.ndarray, DomSettings]):
     name = "dom"
     settings_type = DomSettings
     listed = True
+    exact_parts = ("html",)
 
     def version(self) -> str:
         return DOM_VERSION

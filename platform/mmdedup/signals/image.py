@@ -51,6 +51,7 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
     medium = "image"
     kind = "image-reuse"
     listed = True
+    exact_parts = ("image",)
     index_parts: ClassVar = {"full": HammingIndex.load, "centre": HammingIndex.load}
 
     def version(self) -> str:

@@ -105,6 +105,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     medium = "text"
     kind = "text-reuse"
     listed = True
+    exact_parts = ("text", "html")
     index_parts: ClassVar = {"simhash": HammingIndex.load, "lsh": BandLSH.load}
     query_figures = ("wjaccard", "jaccard")
 

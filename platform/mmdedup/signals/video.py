@@ -46,6 +46,7 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
     medium = "video"
     kind = "video-reuse"
     listed = True
+    exact_parts = ("video",)
     index_parts: ClassVar = {"frames": HammingIndex.load}
 
     def version(self) -> str:
