@@ -1,4 +1,4 @@
-from mmdedup.extract.text import normalize, text_hash
+from mmdedup.extract.normalize import normalize, text_hash
 
 
 def test_width_punctuation_case_and_space_fold_to_one_text() -> None:
@@ -32,7 +32,7 @@ def test_whitespace_collapse_shortcut_equals_split_and_join() -> None:
     joined: the result is always that of str.split (which also splits at \\x1c-\\x1f)."""
     import random
 
-    from mmdedup.extract.text import _collapse_whitespace
+    from mmdedup.extract.normalize import _collapse_whitespace
 
     rng = random.Random(0)
     alphabet = " ab.\t\n\r\x0b\x0c\x1c\x1f\xa0\u3000é中"

@@ -14,7 +14,8 @@ from sqlalchemy import select, update
 from mmdedup import Platform
 from mmdedup.extract.minhash import jaccard
 from mmdedup import textsig
-from mmdedup.extract.text import SHORT_CHARS, hash_tokens, shingle_version, text_shingle_hashes
+from mmdedup.extract.hashing import hash_tokens
+from mmdedup.extract.shingles import SHORT_CHARS, shingle_version, text_shingle_hashes
 from mmdedup.learn.tfidf import prior_model
 from mmdedup.store.schema import Item, Signature
 from mmdedup.textsig import KIND, SHINGLE_N, TOKENS_KIND, TextSigner, _shingles, tokenize_texts

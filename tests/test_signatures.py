@@ -20,27 +20,16 @@ import pytest
 
 from mmdedup.extract import minhash as minhash_mod
 from mmdedup.extract import simhash as simhash_mod
-from mmdedup.extract import text as text_mod
+from mmdedup.extract import hashing as hashing_mod
+from mmdedup.extract import normalize as normalize_mod
+from mmdedup.extract import tokens as tokens_mod
 from mmdedup.extract.minhash import EMPTY, MinHash, WeightedMinHash, jaccard
 from mmdedup.extract.simhash import SIMHASH_VERSION, hamming, simhash64
-from mmdedup.extract.text import (
-    HASH_VERSION,
-    TokenBatch,
-    char_shingles,
-    clean,
-    collapse_terms,
-    hash_strings,
-    hash_tokens,
-    lanes64,
-    lookup,
-    shingle_hashes,
-    shingles,
-    text_shingle_hashes,
-    text_shingles,
-    tokenize,
-    tokenize_many,
-    tokenizer_version,
-)
+from mmdedup.extract.hashing import HASH_VERSION, hash_strings, hash_tokens, lanes64
+from mmdedup.extract.normalize import clean
+from mmdedup.extract.shingles import char_shingles, shingle_hashes, shingles, text_shingle_hashes, text_shingles
+from mmdedup.extract.tokenbatch import TokenBatch, collapse_terms, lookup
+from mmdedup.extract.tokens import tokenize, tokenize_many, tokenizer_version
 
 PLATFORM = Path(__file__).resolve().parents[1] / "platform"
 SIGNERS = {
@@ -112,10 +101,10 @@ def test_tokenize_mixed_chinese_english_numbers_and_stop_words() -> None:
 def reference_tokenize(text: str, drop_stop_words: bool = True) -> list[str]:
     """The definition: `_TOKEN` over `clean(text)`, jieba for Han runs (the old loop)."""
     tokens: list[str] = []
-    for match in text_mod._TOKEN.finditer(clean(text)):
+    for match in tokens_mod._TOKEN.finditer(clean(text)):
         han = match.group("han")
-        tokens.extend(text_mod._cut_han(han) if han is not None else [match.group()])
-    return [t for t in tokens if t not in text_mod.STOP_WORDS] if drop_stop_words else tokens
+        tokens.extend(tokens_mod._cut_han(han) if han is not None else [match.group()])
+    return [t for t in tokens if t not in tokens_mod.STOP_WORDS] if drop_stop_words else tokens
 
 
 def test_tokenize_fast_paths_equal_the_definition() -> None:
@@ -148,11 +137,11 @@ def test_tokenizer_version_is_stable_and_names_its_parts() -> None:
     import jieba
 
     v = tokenizer_version()
-    assert v == tokenizer_version() == text_mod.TOKENIZER_VERSION
+    assert v == tokenizer_version() == tokens_mod.TOKENIZER_VERSION
     assert v.startswith(f"jieba-{jieba.__version__}+dict-")
     dict_hash = v.split("+dict-")[1].split("+")[0]
     assert len(dict_hash) == 8 and int(dict_hash, 16) >= 0
-    for part in (text_mod.NORMALIZER_VERSION, text_mod.CLEANER_VERSION, text_mod.STOP_WORDS_VERSION):
+    for part in (normalize_mod.NORMALIZER_VERSION, normalize_mod.CLEANER_VERSION, tokens_mod.STOP_WORDS_VERSION):
         assert part in v
 
 
@@ -235,7 +224,7 @@ def test_token_hash_bits_are_balanced_and_avalanche() -> None:
 def test_token_hashes_identical_in_another_process() -> None:
     script = (
         "import sys, json; sys.path.insert(0, sys.argv[1]);"
-        "from mmdedup.extract.text import hash_strings;"
+        "from mmdedup.extract.hashing import hash_strings;"
         "print(json.dumps(hash_strings(json.loads(sys.stdin.read())).tolist()))"
     )
     words = ["", "a", "word", "北京大学", "don't", "x" * 200, "naïve"] + [f"w{i}" for i in range(100)]
@@ -587,7 +576,7 @@ def test_signature_of_a_document_does_not_depend_on_its_batch(monkeypatch: pytes
     for name in ("simhash", "simhash_tfidf", "oph", "kperm", "expand", "icws", "0bit", "expand_tfidf", "icws_tfidf"):
         assert np.array_equal(single[name][0], reference[name][7]), name
     # Tiny chunks everywhere: every "document longer than a chunk" path is taken.
-    monkeypatch.setattr(text_mod, "_GROUP", 64)
+    monkeypatch.setattr(hashing_mod, "_GROUP", 64)
     monkeypatch.setattr(simhash_mod, "_SLOTS_UNWEIGHTED", 64)
     monkeypatch.setattr(simhash_mod, "_SLOTS_WEIGHTED", 64)
     monkeypatch.setattr(minhash_mod, "_CHUNK_TOKENS", 50)
@@ -632,7 +621,9 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 from mmdedup.extract.minhash import MinHash, WeightedMinHash
 from mmdedup.extract.simhash import simhash64
-from mmdedup.extract.text import collapse_terms, hash_tokens, tokenize_many, tokenizer_version
+from mmdedup.extract.hashing import hash_tokens
+from mmdedup.extract.tokenbatch import collapse_terms
+from mmdedup.extract.tokens import tokenize_many, tokenizer_version
 texts = json.loads(sys.stdin.read())
 batch = hash_tokens(tokenize_many(texts))
 terms = collapse_terms(batch)

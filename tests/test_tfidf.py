@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmdedup.extract.text import TokenBatch, hash_strings, lookup
+from mmdedup.extract.hashing import hash_strings
+from mmdedup.extract.tokenbatch import TokenBatch, lookup
 from mmdedup.learn.tfidf import TfidfModel, count_documents, merge_counts, prior_model
 
 

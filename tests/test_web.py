@@ -11,7 +11,8 @@ import pytest
 
 from mmdedup.extract import web
 from mmdedup.extract.simhash import hamming
-from mmdedup.extract.text import hash_strings, normalize
+from mmdedup.extract.hashing import hash_strings
+from mmdedup.extract.normalize import normalize
 
 DATA = Path(__file__).parent / "data" / "web"
 

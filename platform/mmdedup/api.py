@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from .clip_stage import ClipStage
 from .config import DEFAULT_HOME, Settings, load_settings, tiers_at_least
 from .extract.image import image_codes
-from .extract.text import text_hash
+from .extract.normalize import text_hash
 from .extract.video import VideoError, video_frames
 from .extract.web import extract_page
 from .image_stage import ImageStage, image_signal

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from .config import Settings
-from .extract.text import text_hash
+from .extract.normalize import text_hash
 from .extract.image import ImageCodes, image_codes
 from .extract.video import VideoError, VideoFrames, video_frames
 from .extract.web import PageError, PageSignals, extract_page

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .config import TIERS, Settings
 from .extract.image import ImageError, load_image
-from .extract.text import tokenize
+from .extract.tokens import tokenize
 from .extract.video import VideoError, video_frames
 from .items import InputError, read_file, text_for_signals
 from .learn.feedback import queue_select

@@ -15,7 +15,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from .config import Settings
-from .extract.text import SHORT_CHARS, TokenBatch
+from .extract.shingles import SHORT_CHARS
+from .extract.tokenbatch import TokenBatch
 from .items import LoadedItem, text_for_signals
 from .score.pairs import SignalFn, candidate_pairs, existing_pairs
 from .learn import weights as word_weights

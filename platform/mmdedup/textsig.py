@@ -30,17 +30,11 @@ from .config import Settings
 from .extract.minhash import _VOCAB_MIN_TERMS, MinHash, WeightedMinHash, _iota, term_bags, term_ids
 from .extract.minhash import jaccard as minhash_jaccard
 from .extract.simhash import SIMHASH_VERSION, hamming, simhash64
-from .extract.text import (
-    HASH_VERSION,
-    SHORT_CHARS,
-    TokenBatch,
-    hash_texts,
-    hash_tokens,
-    lookup,
-    shingle_version,
-    short_text_shingles,
-    tokenizer_version,
-)
+from .extract.ascii_tokens import hash_texts
+from .extract.hashing import HASH_VERSION, hash_tokens
+from .extract.shingles import SHORT_CHARS, shingle_version, short_text_shingles
+from .extract.tokenbatch import TokenBatch, lookup
+from .extract.tokens import tokenizer_version
 from .index.hamming import HammingIndex
 from .index.lsh import BandLSH
 from .learn.tfidf import TfidfModel

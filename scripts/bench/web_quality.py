@@ -44,7 +44,8 @@ from lxml import html as lxml_html
 
 from mmdedup.extract import web
 from mmdedup.extract.simhash import hamming, simhash64
-from mmdedup.extract.text import hash_tokens, tokenize_many
+from mmdedup.extract.hashing import hash_tokens
+from mmdedup.extract.tokens import tokenize_many
 from mmdedup.learn.tfidf import prior_model
 from mmdedup.textsig import TextSigner, similarity
 

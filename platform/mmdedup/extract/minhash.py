@@ -8,7 +8,7 @@ same signatures feed band LSH (index/lsh.py). Empty documents get all 0xFFFFFFFF
 MinHash, two variants (`variant=`):
 
 - "oph" (default): one permutation hashing with optimal densification (Li, Owen & Zhang
-  2012; Shrivastava 2017). Each shingle hash (already well mixed, see text.py) is made
+  2012; Shrivastava 2017). Each shingle hash (already well mixed, see hashing.py) is made
   seed-specific by an xor and an odd multiply, a bijection; its top bits pick one of
   num_perm bins and its low 32 bits are the value; a bin keeps its minimum. A bin no
   shingle fell into borrows the value of a non-empty bin found by probing with a hash of
@@ -88,7 +88,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .text import HASH_VERSION, TokenBatch, collapse_terms, doc_ranges
+from .hashing import HASH_VERSION
+from .tokenbatch import TokenBatch, collapse_terms, doc_ranges
 
 EMPTY = np.uint32(0xFFFFFFFF)
 

@@ -33,7 +33,9 @@ from lxml import html as lxml_html
 from .minhash import MinHash
 from .minhash import jaccard as _minhash_jaccard
 from .simhash import SIMHASH_VERSION, simhash64
-from .text import TokenBatch, hash_strings, hash_tokens, normalize
+from .hashing import hash_strings, hash_tokens
+from .normalize import normalize
+from .tokenbatch import TokenBatch
 
 _log = logging.getLogger(__name__)
 

@@ -27,7 +27,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ..extract.minhash import term_bags
-from ..extract.text import TokenBatch, hash_strings, lookup
+from ..extract.hashing import hash_strings
+from ..extract.tokenbatch import TokenBatch, lookup
 from ..store.db import activate_version, insert_rows
 from ..store.schema import DocFreq, ModelVersion
 

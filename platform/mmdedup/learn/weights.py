@@ -42,7 +42,8 @@ from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from ..config import Settings
-from ..extract.text import hash_strings, tokenize
+from ..extract.hashing import hash_strings
+from ..extract.tokens import tokenize
 from ..store.db import activate_version
 from ..store.schema import ModelVersion, WordWeight
 
