@@ -15,7 +15,7 @@ from mmdedup import Platform
 from mmdedup.extract.minhash import jaccard
 from mmdedup import textsig
 from mmdedup.extract.hashing import hash_tokens
-from mmdedup.extract.shingles import SHORT_CHARS, shingle_version, text_shingle_hashes
+from mmdedup.extract.shingles import SHORT_CHARS, shingle_version, short_text_shingles
 from mmdedup.learn.tfidf import prior_model
 from mmdedup.store.schema import Item, Signature
 from mmdedup.textsig import KIND, SHINGLE_N, TOKENS_KIND, TextSigner, _shingles, tokenize_texts
@@ -114,9 +114,9 @@ def test_short_texts_use_character_ngrams_and_long_texts_word_3grams() -> None:
     texts = [BJ, LONG, EN, LONG.replace("Tuesday", "Wednesday")]
     tokens = tokenize_texts(texts)
     sk = signer.sign_tokens(tokens, texts)
-    # Short ones: a MinHash of what text_shingle_hashes gives them (character n-grams).
+    # Short ones: a MinHash of their character n-grams (`short_text_shingles`).
     short = [0, 2]
-    chars = text_shingle_hashes([texts[i] for i in short])
+    chars = hash_tokens([short_text_shingles(texts[i], int(tokens.lengths[i])) for i in short])
     assert np.array_equal(sk.minhash[short], signer.minhash(chars))
     # Long ones: bit for bit the word 3-gram MinHash of their tokens, as before; the
     # texts of documents of SHORT_CHARS tokens or more are never needed.

@@ -27,7 +27,7 @@ from mmdedup.extract.minhash import EMPTY, MinHash, WeightedMinHash, jaccard
 from mmdedup.extract.simhash import SIMHASH_VERSION, hamming, simhash64
 from mmdedup.extract.hashing import HASH_VERSION, hash_strings, hash_tokens, lanes64
 from mmdedup.extract.normalize import clean
-from mmdedup.extract.shingles import char_shingles, shingle_hashes, shingles, text_shingle_hashes, text_shingles
+from mmdedup.extract.shingles import char_shingles, short_text_shingles
 from mmdedup.extract.tokenbatch import TokenBatch, collapse_terms, lookup
 from mmdedup.extract.tokens import tokenize, tokenize_many, tokenizer_version
 
@@ -145,10 +145,7 @@ def test_tokenizer_version_is_stable_and_names_its_parts() -> None:
         assert part in v
 
 
-def test_shingles_word_and_character() -> None:
-    assert shingles(["a", "b", "c", "d"], 3) == ["a b c", "b c d"]
-    assert shingles(["a", "b"], 3) == ["a b"]
-    assert shingles([], 3) == []
+def test_character_shingles() -> None:
     assert char_shingles("今天 天气，很好", 2) == ["今天", "天天", "天气", "气很", "很好"]
     assert char_shingles("ab", 3) == ["ab"]
     assert char_shingles(" ,", 3) == []
@@ -157,20 +154,18 @@ def test_shingles_word_and_character() -> None:
 def test_short_chinese_post_uses_character_bigrams() -> None:
     post = "今天天气很好我们去公园玩"  # 12 characters
     assert len(post) == 12
-    sh = text_shingles(post)
+    features = lambda text: short_text_shingles(text, len(tokenize(text)))  # noqa: E731
+    sh = features(post)
     assert sh == char_shingles(post, 2) and len(sh) == 11
-    near = text_shingles("今天天气真好我们去公园玩")
-    other = text_shingles("股市大跌投资者损失惨重啊")
+    near = features("今天天气真好我们去公园玩")
+    other = features("股市大跌投资者损失惨重啊")
     j = lambda x, y: len(set(x) & set(y)) / len(set(x) | set(y))  # noqa: E731
     assert j(sh, near) > 0.6
     assert j(sh, other) == 0.0
-    # The hashed batch form agrees with the string form, short and long texts mixed.
+    assert features("Storm closes schools") == char_shingles("stormclosesschools", 3)  # not Chinese: trigrams
+    # A long text is not short: it keeps its word 3-grams (textsig signs those from token hashes).
     long_text = "The quick brown fox jumps over the lazy dog near the river bank every single morning"
-    texts = [post, "", long_text, "hi there"]
-    batch = text_shingle_hashes(texts)
-    for i, t in enumerate(texts):
-        assert batch.doc(i).tolist() == hash_strings(text_shingles(t)).tolist()
-    assert len(text_shingles(long_text)) == len(tokenize(long_text)) - 2  # word 3-grams
+    assert features(long_text) is None
 
 
 # --- hashing --------------------------------------------------------------------------
@@ -235,14 +230,6 @@ def test_token_hashes_identical_in_another_process() -> None:
                              capture_output=True, text=True, env=env, timeout=120, check=True)
         outs.append(json.loads(run.stdout))
     assert outs[0] == outs[1] == hash_strings(words).tolist()
-
-
-def test_shingle_hashes_equal_hashes_of_shingle_strings() -> None:
-    docs = [["a", "bb", "ccc", "dddd", "中文"], [], ["solo"], ["x", "y"], ["with space", "b", "c", "d"]]
-    for n in (1, 2, 3):
-        batch = shingle_hashes(docs, n)
-        for i, d in enumerate(docs):
-            assert batch.doc(i).tolist() == hash_strings(shingles(d, n)).tolist()
 
 
 def test_hash_tokens_weights_fn_sees_distinct_tokens_once() -> None:
@@ -810,7 +797,7 @@ def test_sign_tokens_equals_its_definition(monkeypatch: pytest.MonkeyPatch) -> N
     batch, signers = signing_cases()
     fitted = signers["fitted"]
     # Token batches without texts: every document by word 3-grams (the character n-grams
-    # of short texts are held to `text_shingle_hashes` in test_short_texts.py).
+    # of short texts are held to `short_text_shingles` in test_short_texts.py).
     words_only = lambda lengths, texts: (np.zeros(0, np.intp), hash_tokens([]))  # noqa: E731
     monkeypatch.setattr(textsig_mod, "short_char_shingles", words_only)
     dead = (reference_term_weights(fitted, batch.hashes) <= 0).mean()
