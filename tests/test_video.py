@@ -18,9 +18,8 @@ from PIL import Image
 from skimage import data
 
 from mmdedup.extract import video as V
-from mmdedup.extract.video import (VIDEO_VERSION, VideoError, VideoFrames, frame_codes,
-                                   hamming_matrix, phash_thumbs, video_frames, video_match,
-                                   video_similarity)
+from mmdedup.extract.video import (VIDEO_VERSION, VideoError, VideoFrames, hamming_matrix, video_frames,
+                                   video_match, video_similarity)
 
 W, H, FPS = 160, 120, 25
 DUPLICATE = 0.6  # the duplicate call the bench (scripts/bench/video_quality.py) supports
@@ -120,7 +119,22 @@ def sig_a(blob_a):
 # --------------------------------------------------------------------------------------
 
 
-def test_phash_thumbs_is_imagehash_phash(photos):
+def phash_thumbs(thumbs: np.ndarray) -> np.ndarray:
+    """The frame hash of (n, 32, 32) grey thumbnails, where the resize is the identity:
+    the DCT rows alone (D8 X D8.T), each block against its median."""
+    low = np.einsum("ki,nij,lj->nkl", V._D8, np.asarray(thumbs, dtype=np.float64), V._D8, optimize=True)
+    return V._codes_from_low(low)
+
+
+def frame_codes(grey: np.ndarray) -> tuple[int, int] | None:
+    """(code, mirrored code) of one grey frame, through the sampler `video_frames` runs on
+    every decoded frame (block averaging, bars cut, blank check), or None when blank."""
+    sampler = V._Sampler(fps=1.0, keep_images=False, image_size=0)
+    sampler.add(av.VideoFrame.from_ndarray(np.ascontiguousarray(grey, dtype=np.uint8), format="gray"), 0.0)
+    return (sampler.codes[0], sampler.mirrored[0]) if sampler.codes else None
+
+
+def test_frame_hash_on_thumbnails_is_imagehash_phash(photos):
     rng = np.random.default_rng(0)
     thumbs = list(rng.integers(0, 256, (20, 32, 32)).astype(np.uint8))
     thumbs += [np.asarray(Image.fromarray(p).convert("L").resize((32, 32), Image.Resampling.LANCZOS))

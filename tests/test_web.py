@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from mmdedup.extract import web
-from mmdedup.extract.simhash import hamming
 from mmdedup.extract.hashing import hash_strings
+from mmdedup.extract.minhash import jaccard
 from mmdedup.extract.normalize import normalize
+from mmdedup.extract.simhash import hamming
 
 DATA = Path(__file__).parent / "data" / "web"
 
@@ -33,14 +34,14 @@ def test_gbk_bytes_declared_utf8_fall_back_to_detection():
     data = page.encode("gbk")
     with pytest.raises(UnicodeDecodeError):
         data.decode("utf-8")
-    assert web.decode_html(data, "utf-8") == page
+    assert web.decode_charset(data, "utf-8")[0] == page
     text, charset = web.decode_charset(data, "UTF-8")
     assert text == page and charset == "gb18030"
 
 
 def test_utf8_bytes_declared_latin1_are_read_as_utf8():
     page = zh_text()
-    assert web.decode_html(page.encode("utf-8"), "iso-8859-1") == page
+    assert web.decode_charset(page.encode("utf-8"), "iso-8859-1")[0] == page
     en = '<html><head><meta charset="iso-8859-1"></head><body><p>Caf\u00e9 cr\u00e8me \u2013 na\u00efve</p></body></html>'
     assert web.decode_charset(en.encode("utf-8"))[0] == en
 
@@ -90,7 +91,7 @@ def test_http_charset_outranks_meta_when_both_decode():
 @pytest.mark.parametrize("data", [random.Random(7).randbytes(3000), b"\x00\x01\x02\x03" * 200])
 def test_undecodable_bytes_raise_a_clear_error(data):
     with pytest.raises(web.DecodeError) as err:
-        web.decode_html(data)
+        web.decode_charset(data)
     assert err.value.reason == "undecodable_page"
     assert isinstance(err.value, web.PageError)
     with pytest.raises(web.PageError):
@@ -99,7 +100,7 @@ def test_undecodable_bytes_raise_a_clear_error(data):
 
 def test_decode_refuses_str():
     with pytest.raises(TypeError):
-        web.decode_html("<html></html>")  # type: ignore[arg-type]
+        web.decode_charset("<html></html>")  # type: ignore[arg-type]
 
 
 # --- parsing limits --------------------------------------------------------------------
@@ -284,13 +285,6 @@ def test_extract_page_returns_all_signals():
     assert signals.tag_paths[:2] == ["html", "html/head"]
 
 
-def test_extract_pages_keeps_going_past_bad_items():
-    out = web.extract_pages([(read("en_a1.html"), None), (read("xml_bomb.xhtml"), None),
-                             (b"", None), (read("zh_news.html"), "utf-8")])
-    assert isinstance(out[0], web.PageSignals) and isinstance(out[3], web.PageSignals)
-    assert [o.reason for o in out[1:3]] == ["malformed_page", "empty_page"]
-
-
 # --- repeated blocks ------------------------------------------------------------------
 
 
@@ -378,15 +372,14 @@ def test_dom_similarity_same_template_high_cross_template_low():
     simhash, minhash = web.dom_sketch(pages)
     assert simhash.dtype == np.uint64 and simhash.shape == (4,)
     assert minhash.dtype == np.uint32 and minhash.shape == (4, web.DOM_PERM)
-    same = web.dom_similarity(minhash[0], minhash[1])
-    assert isinstance(same, float) and same >= 0.8
+    assert jaccard(minhash[0], minhash[1]) >= 0.8  # the `dom` signal (web_stage.dom_signal)
     for j in (2, 3):
-        assert web.dom_similarity(minhash[0], minhash[j]) <= 0.2
-    assert web.dom_similarity(minhash[2], minhash[3]) <= 0.2
-    assert web.dom_similarity(minhash[0], minhash[0]) == 1.0
+        assert jaccard(minhash[0], minhash[j]) <= 0.2
+    assert jaccard(minhash[2], minhash[3]) <= 0.2
+    assert jaccard(minhash[0], minhash[0]) == 1.0
     bits = hamming(simhash[[0, 0, 0]], simhash[[1, 2, 3]])
     assert bits[0] < min(bits[1], bits[2])
-    rows = web.dom_similarity(minhash[[0, 0]], minhash[[1, 2]])
+    rows = jaccard(minhash[[0, 0]], minhash[[1, 2]])
     assert rows.shape == (2,) and rows[0] > rows[1]
 
 
@@ -399,8 +392,8 @@ def test_dom_similarity_tolerates_a_different_article_length():
     other = paths_of('<html><body><table class="layout"><tr><td class="c">' + "<p>a</p>" * 3
                      + "</td></tr></table></body></html>")
     _, mh = web.dom_sketch([short, long, other])
-    assert web.dom_similarity(mh[0], mh[1]) >= 0.6
-    assert web.dom_similarity(mh[0], mh[2]) <= 0.3
+    assert jaccard(mh[0], mh[1]) >= 0.6
+    assert jaccard(mh[0], mh[2]) <= 0.3
 
 
 def test_dom_features_match_a_naive_computation():
@@ -412,7 +405,7 @@ def test_dom_features_match_a_naive_computation():
     assert len(set(feats.doc(0)[3:].tolist()) - set(h.tolist())) == 2  # two pair features
     simhash, minhash = web.dom_sketch(pages)
     assert simhash[1] == 0 and (minhash[1] == 0xFFFFFFFF).all()
-    assert web.dom_similarity(minhash[1], minhash[1]) == 0.0  # empty is never similar
+    assert jaccard(minhash[1], minhash[1]) == 0.0  # empty is never similar
     s0, m0 = web.dom_sketch([])
     assert s0.shape == (0,) and m0.shape == (0, web.DOM_PERM)
 

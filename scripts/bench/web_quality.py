@@ -43,8 +43,9 @@ import numpy as np
 from lxml import html as lxml_html
 
 from mmdedup.extract import web
-from mmdedup.extract.simhash import hamming, simhash64
 from mmdedup.extract.hashing import hash_tokens
+from mmdedup.extract.minhash import jaccard
+from mmdedup.extract.simhash import hamming, simhash64
 from mmdedup.extract.tokens import tokenize_many
 from mmdedup.learn.tfidf import prior_model
 from mmdedup.textsig import TextSigner, similarity
@@ -466,7 +467,7 @@ def main() -> None:
     _, mh = web.dom_sketch([s.tag_paths for s in signals])
     dom = np.empty(len(i))
     for lo in range(0, len(i), 50_000):
-        dom[lo:lo + 50_000] = web.dom_similarity(mh[i[lo:lo + 50_000]], mh[j[lo:lo + 50_000]])
+        dom[lo:lo + 50_000] = jaccard(mh[i[lo:lo + 50_000]], mh[j[lo:lo + 50_000]])
 
     n_en = int(np.char.startswith(body, "en").sum() // 4)
     print(f"## Web page near-duplicates (seed {args.seed})\n")

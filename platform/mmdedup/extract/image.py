@@ -10,7 +10,7 @@ does not survive is handled around it, each step kept only because the image ben
 - uniform borders (padding, letterbox bars) move every DCT coefficient: `trim_borders`
   cuts them off before hashing, on both sides of a comparison;
 - a mirrored or rotated copy is a different pHash: the store keeps ONE code per image (the
-  picture as posted) and the query is hashed eight ways (`dihedral_codes`, the flips and
+  picture as posted) and the query is hashed eight ways (`phash_codes`, the flips and
   quarter turns), so the index stays one row per image and only queries pay, 8 lookups;
 - a crop shifts and rescales the content, and a rotation's corners or a corner logo
   change the edges: a second code of the picture's centre (`CENTRE_FRACTION` of each
@@ -352,22 +352,13 @@ def dhash_codes(grey: Sequence[Image.Image]) -> np.ndarray:
     return _pack_bits(d[..., 1:] > d[..., :-1])
 
 
-def dihedral_codes(img: Image.Image) -> np.ndarray:
-    """uint64 (8,): the pHash of one prepared picture under the eight symmetries of the
-    square (DIHEDRAL order; column 0 is the picture itself, the code the store keeps).
-
-    A query is hashed these eight ways and compared with the one stored code per image, so
-    a mirrored or quarter-turned repost is found without storing eight codes per image."""
-    return phash_codes([img.convert("L")])[0]
-
-
 @dataclass
 class ImageCodes:
     """Codes of a batch of images, row i for image i.
 
     Each array is uint64 (n, 8): column 0 is the code of the picture as given, the one the
-    store keeps and indexes (`stored`); columns 1..7 are the same code of its mirrored and
-    rotated variants (DIHEDRAL order), which only queries use. Rows whose image failed
+    store indexes; columns 1..7 are the same code of its mirrored and rotated variants
+    (DIHEDRAL order), which only queries use. Rows whose image failed
     carry zeros and their `ImageError` in `errors`; `ok` masks them out.
     """
 
@@ -383,21 +374,6 @@ class ImageCodes:
 
     def __len__(self) -> int:
         return len(self.phash)
-
-    def stored(self) -> np.ndarray:
-        """uint64 (n, 3): phash, dhash, centre of each picture as given: the stored row."""
-        return np.stack([self.phash[:, 0], self.dhash[:, 0], self.centre[:, 0]], axis=1)
-
-    def pack(self, i: int) -> bytes:
-        """The stored codes of image i, 24 bytes little-endian (phash, dhash, centre)."""
-        return self.stored()[i].astype("<u8").tobytes()
-
-    @classmethod
-    def unpack(cls, blobs: list[bytes]) -> ImageCodes:
-        """Stored rows back as ImageCodes; only column 0 is known, the variants repeat it."""
-        raw = np.frombuffer(b"".join(blobs), dtype="<u8").reshape(len(blobs), 3).astype(np.uint64)
-        cols = [np.repeat(raw[:, k : k + 1], 8, axis=1) for k in range(3)]
-        return cls(*cols, errors=[None] * len(blobs))
 
     def take(self, rows) -> ImageCodes:
         rows = np.asarray(rows)
@@ -480,16 +456,3 @@ def calibrate(distance, calibration=IMAGE_CALIBRATION) -> np.ndarray:
     xs, ys = zip(*calibration)
     return np.interp(np.asarray(distance, dtype=np.float64), xs, ys)
 
-
-def image_similarity(query: ImageCodes, stored: ImageCodes, *, centre: bool = True,
-                     calibration=IMAGE_CALIBRATION) -> np.ndarray:
-    """float (nq, ns): the image signal of each (query, stored) pair, NaN where either
-    image failed (the signal is absent there, not zero: fusion renormalises over the
-    signals present). Codes of different IMAGE_VERSIONs are never compared."""
-    if query.version != stored.version:
-        raise ValueError(f"image codes of different versions: {query.version!r} vs "
-                         f"{stored.version!r}; re-sign one side")
-    sim = calibrate(image_distance(query, stored, centre=centre), calibration)
-    sim[~query.ok, :] = np.nan
-    sim[:, ~stored.ok] = np.nan
-    return sim

@@ -157,9 +157,10 @@ class VideoFrames:
 # is D8 @ X @ D8.T with D8 the first eight rows of the 32-point DCT-II matrix, and the
 # resize is itself linear (R @ X @ C.T, PIL's Lanczos weights), so the whole hash before
 # the median is one small matrix product per frame: (D8 R) X (D8 C).T, with no 32x32
-# thumbnail and no 8-bit rounding in between. On a 32x32 thumbnail, `phash_thumbs` is
-# bit-for-bit imagehash.phash (a test holds it to that); on frames the result differs
-# from imagehash on the PIL frame by PIL's intermediate 8-bit rounding only.
+# thumbnail and no 8-bit rounding in between. On a 32x32 thumbnail (R and C the identity),
+# `_codes_from_low` of D8 X D8.T is bit-for-bit imagehash.phash (a test holds it to that);
+# on frames the result differs from imagehash on the PIL frame by PIL's intermediate
+# 8-bit rounding only.
 #
 # A mirror image is free: flipping a row reverses it, and reversing the input of a
 # DCT-II multiplies coefficient k by (-1)^k. The resize weights are symmetric, so the
@@ -208,15 +209,6 @@ def _codes_from_low(low: np.ndarray) -> np.ndarray:
     flat = low.reshape(len(low), -1)
     med = np.median(flat, axis=1, keepdims=True)
     return _bits_to_codes(flat > med)
-
-
-def phash_thumbs(thumbs: np.ndarray) -> np.ndarray:
-    """imagehash.phash of 32x32 grey thumbnails, (n, 32, 32) -> (n,) uint64, vectorised."""
-    thumbs = np.asarray(thumbs, dtype=np.float64)
-    if thumbs.ndim == 2:
-        thumbs = thumbs[None]
-    low = np.einsum("ki,nij,lj->nkl", _D8, thumbs, _D8, optimize=True)
-    return _codes_from_low(low)
 
 
 def hamming_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -325,21 +317,6 @@ def _frame_low(g: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
     top, left, bottom, right = box
     x = np.asarray(g[top:bottom, left:right], dtype=np.float64)
     return _resize_dct(bottom - top) @ x @ _resize_dct(right - left).T
-
-
-def frame_codes(grey: np.ndarray) -> tuple[int, int] | None:
-    """(code, mirrored code) of one grey frame (any size, bars cut), or None when blank.
-
-    The per-frame pipeline of `video_frames`, for a still image or a test."""
-    g = np.asarray(grey)
-    k = max(1, min(g.shape) // WORK_MIN)
-    if k > 1:
-        g = _block_mean(g, k)
-    box = _content_box(g)
-    if box is None:
-        return None
-    low = _frame_low(g, box)[None]
-    return int(_codes_from_low(low)[0]), int(_codes_from_low(low * _MIRROR)[0])
 
 
 # --------------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from .minhash import MinHash
-from .minhash import jaccard as _minhash_jaccard
 from .simhash import SIMHASH_VERSION, simhash64
 from .hashing import hash_strings, hash_tokens
 from .normalize import normalize
@@ -129,7 +128,12 @@ def _meta_charset(head: bytes) -> str | None:
 
 
 def decode_charset(data: bytes, declared: str | None = None) -> tuple[str, str]:
-    """(text, codec used): `decode_html`, also saying which charset won."""
+    """(the page's text, the codec that decoded it): BOM, then the declared (HTTP) charset,
+    then <meta charset> / <meta http-equiv> / <?xml encoding?>, then detection; see the
+    notes above.
+
+    Raises DecodeError (a PageError, reason "undecodable_page") for bytes that are no text.
+    """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"page must be bytes, not {type(data).__name__}")
     data = bytes(data)
@@ -157,15 +161,6 @@ def decode_charset(data: bytes, declared: str | None = None) -> tuple[str, str]:
         except (UnicodeDecodeError, LookupError):
             continue
     return _detect(data)
-
-
-def decode_html(data: bytes, declared: str | None = None) -> str:
-    """The page's text: BOM, then the declared (HTTP) charset, then <meta charset> /
-    <meta http-equiv> / <?xml encoding?>, then detection; see the notes above.
-
-    Raises DecodeError (a PageError, reason "undecodable_page") for bytes that are no text.
-    """
-    return decode_charset(data, declared)[0]
 
 
 def _detect(data: bytes) -> tuple[str, str]:
@@ -228,7 +223,7 @@ def parse(html: str, *, max_chars: int = MAX_PAGE_CHARS, max_depth: int = MAX_DE
     what the parser cannot read, "empty_page" for nothing at all.
     """
     if not isinstance(html, str):
-        raise TypeError(f"parse() takes str, not {type(html).__name__}; decode_html() first")
+        raise TypeError(f"parse() takes str, not {type(html).__name__}; decode_charset() first")
     if len(html) > max_chars:
         raise PageError("page_too_large", f"{len(html):,} characters > {max_chars:,}")
     if _ENTITY_DECL.search(html, 0, 65536):
@@ -559,13 +554,6 @@ def dom_sketch(pages: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
     return simhash64(feats), _DOM_MINHASH(feats)
 
 
-def dom_similarity(a: np.ndarray, b: np.ndarray) -> float | np.ndarray:
-    """Estimated Jaccard similarity of two pages' DOM features from their MinHash rows, in
-    [0, 1]; rows of equal shape compare pairwise (then an array). Near 1: same template."""
-    sim = _minhash_jaccard(a, b)
-    return float(sim) if np.ndim(sim) == 0 else sim
-
-
 # --------------------------------------------------------------------------------------
 # One page, as the ingest calls it
 # --------------------------------------------------------------------------------------
@@ -598,13 +586,3 @@ def extract_page(data: bytes, declared_charset: str | None = None, *, max_bytes:
     page = main_content(tree)
     return PageSignals(page.title, page.text, page.date, page.used_fallback, tag_paths(tree, max_paths), charset)
 
-
-def extract_pages(items: Sequence[tuple[bytes, str | None]], **limits) -> list[PageSignals | PageError]:
-    """`extract_page` over a batch; a refused page is its PageError in place, never a stop."""
-    out: list[PageSignals | PageError] = []
-    for data, declared in items:
-        try:
-            out.append(extract_page(data, declared, **limits))
-        except PageError as exc:
-            out.append(exc)
-    return out
