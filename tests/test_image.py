@@ -285,9 +285,9 @@ def test_centre_code_finds_a_crop(name, cut):
     got = codes(encode(pic), encode(cropped, "JPEG", quality=85))
     full_only = mi.image_distance(got.take([1]), got.take([0]), centre=False)[0, 0]
     with_centre = mi.image_distance(got.take([1]), got.take([0]))[0, 0]
-    assert full_only > mi.MATCH_DISTANCE >= with_centre
+    assert full_only > SETTINGS.image_radius >= with_centre
     # symmetric: the crop stored first, the full picture as the query
-    assert mi.image_distance(got.take([0]), got.take([1]))[0, 0] <= mi.MATCH_DISTANCE
+    assert mi.image_distance(got.take([0]), got.take([1]))[0, 0] <= SETTINGS.image_radius
 
 
 def test_unrelated_photos_far_apart():
@@ -295,7 +295,7 @@ def test_unrelated_photos_far_apart():
     got = codes(*(encode(photo(n)) for n in names))
     dist = mi.image_distance(got, got)
     off = ~np.eye(len(names), dtype=bool)
-    assert dist[off].min() > mi.MATCH_DISTANCE, dist
+    assert dist[off].min() > SETTINGS.image_radius, dist
     assert (np.diag(dist) == 0).all()
     sim = mi.calibrate(dist, SETTINGS.image_calibration)
     assert sim[off].max() < 0.7 and (np.diag(sim) == 1.0).all()
@@ -320,7 +320,10 @@ def test_stored_codes_round_trip():
 
 
 def test_calibration_tiers():
-    assert mi.calibrate(0) == 1.0
-    assert mi.calibrate(8) == pytest.approx(0.9)
-    assert mi.calibrate(mi.MATCH_DISTANCE) == pytest.approx(0.8)
-    assert mi.calibrate(14) < 0.7 and mi.calibrate(40) == 0.0
+    def score(bits: int) -> float:
+        return float(mi.calibrate(bits, SETTINGS.image_calibration))
+
+    assert score(0) == 1.0
+    assert score(8) == pytest.approx(0.9)
+    assert score(SETTINGS.image_radius) == pytest.approx(0.8)
+    assert score(14) < 0.7 and score(40) == 0.0

@@ -46,6 +46,7 @@ import imagehash
 import numpy as np
 from PIL import Image, ImageDraw, ImageEnhance, ImageFont
 
+from mmdedup.config import Settings
 from mmdedup.extract import image as mi
 from mmdedup.extract.simhash import hamming
 
@@ -196,7 +197,7 @@ def distances(queries: list[bytes], stored: list[bytes]) -> dict[str, np.ndarray
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threshold", type=int, default=mi.MATCH_DISTANCE,
+    ap.add_argument("--threshold", type=int, default=Settings().image_radius,
                     help="match at Hamming distance <= this (64-bit codes; PDQ uses 31/256)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()

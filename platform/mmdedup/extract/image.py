@@ -43,7 +43,6 @@ import numpy as np
 import scipy.fftpack
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from ..config import Settings
 from .simhash import hamming
 
 # Decoding limits. The ingest passes Settings.max_image_pixels; this default is the same.
@@ -84,17 +83,6 @@ PIL_DIHEDRAL = (
     Image.Transpose.ROTATE_270,
     Image.Transpose.TRANSVERSE,
 )
-
-# Hamming distance (0..64, as image_distance computes it) -> score on fusion's common 0..1
-# scale, interpolated linearly between these points. In the bench, different photographs
-# are 14 or more bits apart (1% of pairs at 18 or under), and every resized, re-compressed,
-# mirrored, brightened, greyed or padded copy is within 8 bits, most crops, rotations and
-# watermarks within 12. So 8 bits is strong (merged), 12 medium (review), 13 weak, and
-# 14, where different photos begin, is under every tier.
-# Distance -> score and the match radius are settings (config.py); these are their defaults.
-IMAGE_CALIBRATION = Settings.image_calibration
-# Distances at or under this are image duplicates in the bench's precision/recall tables.
-MATCH_DISTANCE = Settings.image_radius
 
 IMAGE_VERSION = (
     f"img1-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
@@ -451,8 +439,17 @@ def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True
     return np.minimum(dist, 64)
 
 
-def calibrate(distance, calibration=IMAGE_CALIBRATION) -> np.ndarray:
-    """Hamming distance -> similarity on fusion's 0..1 scale (piecewise linear)."""
+# Hamming distance (0..64, as image_distance computes it) -> score on fusion's common 0..1
+# scale, interpolated linearly between the (distance, score) points of a calibration: the
+# configured one is Settings.image_calibration, and Settings.image_radius the match radius
+# (config.py). In the bench, different photographs are 14 or more bits apart (1% of pairs
+# at 18 or under), and every resized, re-compressed, mirrored, brightened, greyed or padded
+# copy is within 8 bits, most crops, rotations and watermarks within 12. So 8 bits is
+# strong (merged), 12 medium (review), 13 weak, and 14, where different photos begin, is
+# under every tier.
+def calibrate(distance, calibration) -> np.ndarray:
+    """Hamming distance -> similarity on fusion's 0..1 scale (piecewise linear between the
+    (distance, score) points of `calibration`)."""
     xs, ys = zip(*calibration)
     return np.interp(np.asarray(distance, dtype=np.float64), xs, ys)
 
