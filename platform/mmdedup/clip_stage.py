@@ -104,7 +104,7 @@ class ClipStage:
         if clip is not None and room > 0:
             try:
                 frames = video_frames(clip.data, max_seconds=self.settings.max_video_seconds,
-                                      keep_images=True)
+                                      max_bytes=self.settings.max_file_bytes, keep_images=True)
             except VideoError:
                 frames = None
             if frames is not None and frames.images:

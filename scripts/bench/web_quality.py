@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 from lxml import html as lxml_html
 
+from mmdedup.config import Settings
 from mmdedup.extract import web
 from mmdedup.extract.hashing import hash_tokens
 from mmdedup.extract.minhash import jaccard
@@ -52,6 +53,7 @@ from mmdedup.textsig import TextSigner, similarity
 
 THRESHOLDS = (("weak", 0.45), ("medium", 0.55), ("strong", 0.65))
 CASES = ("cross", "date", "ad")
+SETTINGS = Settings()  # the limits and block thresholds as the ingest passes them
 
 # --------------------------------------------------------------------------------------
 # Corpus
@@ -416,7 +418,8 @@ def main() -> None:
 
     # Extraction (and speed).
     t0 = time.perf_counter()
-    signals = [web.extract_page(p[1]) for p in pages]
+    signals = [web.extract_page(p[1], max_bytes=SETTINGS.max_file_bytes, max_chars=SETTINGS.max_page_chars,
+                                max_depth=SETTINGS.max_page_depth) for p in pages]
     t_ours = time.perf_counter() - t0
     import trafilatura
 
@@ -435,7 +438,8 @@ def main() -> None:
     stats = web.BlockStats()
     for s, sig in zip(site, signals):
         stats.add(str(s), web.block_hashes(sig.text))
-    dropped = [web.drop_repeated(sig.text, stats.checker(str(s))) for s, sig in zip(site, signals)]
+    checker = lambda s: stats.checker(str(s), SETTINGS.block_min_pages, SETTINGS.block_min_share)  # noqa: E731
+    dropped = [web.drop_repeated(sig.text, checker(s)) for s, sig in zip(site, signals)]
 
     i, j = all_pairs(n)
     truth = body[i] == body[j]

@@ -45,8 +45,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .simhash import hamming
 
-# Decoding limits. The ingest passes Settings.max_image_pixels; this default is the same.
-MAX_IMAGE_PIXELS = 64_000_000
+# Decoding is bounded by a pixel limit every caller passes (Settings.max_image_pixels).
 # Pictures are reduced to at most this many pixels a side before trimming and hashing: the
 # codes read 32x32 and 9x8 thumbnails, and a 12-megapixel photo costs 30x more to trim than
 # one of 1024 px while hashing the same. JPEGs are decoded straight to that size (draft).
@@ -108,8 +107,7 @@ class ImageError(ValueError):
 # --------------------------------------------------------------------------------------
 
 
-def load_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS, *,
-               draft_side: int | None = None) -> Image.Image:
+def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None) -> Image.Image:
     """Decode one encoded image to an upright 8-bit RGB picture, or raise `ImageError`.
 
     The canvas size is read from the header and refused over `max_pixels` before any pixel
@@ -394,7 +392,7 @@ def codes_of(images: Sequence[Image.Image | None],
     return ImageCodes(*out, errors=errors)
 
 
-def image_codes(images: list[bytes], max_pixels: int = MAX_IMAGE_PIXELS) -> ImageCodes:
+def image_codes(images: list[bytes], max_pixels: int) -> ImageCodes:
     """Codes of a batch of encoded images; a bad one gets its error, the rest go on."""
     pictures: list[Image.Image | None] = []
     errors: list[ImageError | None] = []

@@ -38,12 +38,10 @@ from .tokenbatch import TokenBatch
 
 _log = logging.getLogger(__name__)
 
-# Limits (defaults; the ingest passes the configured values). A real article page is a few
+# Limits. Bytes, characters and depth are settings (max_file_bytes, max_page_chars,
+# max_page_depth in config.py) that every caller passes. A real article page is a few
 # hundred KB and rarely nests deeper than 40 elements; libxml2 itself stops at depth 256
 # unless huge_tree is on, which it never is here.
-MAX_PAGE_BYTES = 16 * 1024 * 1024
-MAX_PAGE_CHARS = 5_000_000
-MAX_DEPTH = 200
 MAX_PATHS = 20_000  # elements whose tag path counts in the DOM signature
 
 DOM_PERM = 128
@@ -215,7 +213,7 @@ def _parser() -> lxml_html.HTMLParser:
     return parser
 
 
-def parse(html: str, *, max_chars: int = MAX_PAGE_CHARS, max_depth: int = MAX_DEPTH) -> lxml_html.HtmlElement:
+def parse(html: str, *, max_chars: int, max_depth: int) -> lxml_html.HtmlElement:
     """The page's document root (an lxml.html element), or PageError.
 
     "page_too_large" over `max_chars` characters, "page_too_deep" deeper than `max_depth`
@@ -296,7 +294,7 @@ _BLOCK_TAGS = frozenset("""address article blockquote br dd div dl dt figcaption
     h5 h6 hr li main ol p pre section table td th tr ul""".split())
 
 
-def main_content(html: str | lxml_html.HtmlElement) -> Page:
+def main_content(tree: lxml_html.HtmlElement) -> Page:
     """Title, main text (one block a line), publication date of a page.
 
     trafilatura with favor_precision and no comments: for deduplication a missed paragraph
@@ -308,12 +306,13 @@ def main_content(html: str | lxml_html.HtmlElement) -> Page:
     trafilatura's own metadata pass (author, site name, categories...) would halve the
     throughput for two fields, so the title comes from og:title / h1 / <title> and the date
     from htmldate (what trafilatura itself calls: meta tags, JSON-LD, <time>, date-like
-    bylines), both on the tree already parsed. A str is parsed first (PageError as `parse`).
+    bylines), both on the tree already parsed (`parse`, under the configured limits).
     """
     import trafilatura
     from htmldate import find_date
 
-    tree = html if isinstance(html, lxml_html.HtmlElement) else parse(html)
+    if not isinstance(tree, lxml_html.HtmlElement):
+        raise TypeError(f"main_content() takes a parsed page, not {type(tree).__name__}; parse() first")
     doc = None
     try:
         # trafilatura and htmldate copy a tree they are given: `tree` stays intact.
@@ -439,7 +438,8 @@ class BlockStats:
     least `min_share` of them hold it. Both guards matter: an article posted five times on
     a big site recurs on five pages but on a tiny share of them, and must not be dropped
     (that would hide the very duplicates we look for); on a site we have seen three pages
-    of, everything is "on every page".
+    of, everything is "on every page". Callers pass both (Settings.block_min_pages and
+    Settings.block_min_share).
     """
 
     pages: Counter = field(default_factory=Counter)
@@ -450,8 +450,8 @@ class BlockStats:
         self.pages[site] += 1
         self.freq.setdefault(site, Counter()).update(set(np.asarray(hashes, np.uint64).tolist()))
 
-    def common(self, site: str, hashes: Sequence[int] | np.ndarray, min_pages: int = 5,
-               min_share: float = 0.2) -> np.ndarray:
+    def common(self, site: str, hashes: Sequence[int] | np.ndarray, min_pages: int,
+               min_share: float) -> np.ndarray:
         """bool per hash: does it recur on at least min_pages pages and min_share of the site?"""
         hashes = np.asarray(hashes, np.uint64)
         total = self.pages.get(site, 0)
@@ -461,8 +461,7 @@ class BlockStats:
         df = np.fromiter((counts.get(h, 0) for h in hashes.tolist()), np.int64, len(hashes))
         return (df >= min_pages) & (df >= min_share * total)
 
-    def checker(self, site: str, min_pages: int = 5, min_share: float = 0.2
-                ) -> Callable[[np.ndarray], np.ndarray]:
+    def checker(self, site: str, min_pages: int, min_share: float) -> Callable[[np.ndarray], np.ndarray]:
         """`is_common` for `drop_repeated` on pages of `site`."""
         return lambda hashes: self.common(site, hashes, min_pages, min_share)
 
@@ -571,9 +570,8 @@ class PageSignals:
     charset: str
 
 
-def extract_page(data: bytes, declared_charset: str | None = None, *, max_bytes: int = MAX_PAGE_BYTES,
-                 max_chars: int = MAX_PAGE_CHARS, max_depth: int = MAX_DEPTH,
-                 max_paths: int = MAX_PATHS) -> PageSignals:
+def extract_page(data: bytes, declared_charset: str | None = None, *, max_bytes: int, max_chars: int,
+                 max_depth: int, max_paths: int = MAX_PATHS) -> PageSignals:
     """Decode, parse once, extract main content and tag paths; PageError with a reason.
 
     Empty main text is returned, not raised: the DOM signal still stands, and the caller
