@@ -350,10 +350,11 @@ def image_pairs(seed: int, distinct: int = 16) -> list[Pairs]:
                 owner.append(j)
         return queries, np.array(owner)
 
+    max_pixels = Settings().max_image_pixels  # as the ingest passes it
     stored = [iq.encode(p, "PNG") for _, p in pics]
-    s = mi.image_codes(stored)
+    s = mi.image_codes(stored, max_pixels)
     queries, owner = edited(pics)
-    d = mi.image_distance(mi.image_codes(queries), s)  # the image signal's distance
+    d = mi.image_distance(mi.image_codes(queries, max_pixels), s)  # the image signal's distance
     truth = owner[:, None] == np.arange(len(pics))[None, :]
     out = [Pairs(d.ravel().astype(np.float64), truth.ravel(), "edits vs originals")]
     o = mi.image_distance(s, s)
@@ -362,7 +363,8 @@ def image_pairs(seed: int, distinct: int = 16) -> list[Pairs]:
 
     pool, _ = mixed_quality.picture_pool(distinct)  # the mixed benchmark's pictures
     queries, owner = edited(pool)
-    d = mi.image_distance(mi.image_codes(queries), mi.image_codes([iq.encode(p) for _, p in pool]))
+    d = mi.image_distance(mi.image_codes(queries, max_pixels),
+                          mi.image_codes([iq.encode(p) for _, p in pool], max_pixels))
     truth = owner[:, None] == np.arange(len(pool))[None, :]
     out.append(Pairs(d.ravel().astype(np.float64), truth.ravel(),
                      f"tiles: edits vs {len(pool)} pictures >= {distinct} bits apart"))
@@ -373,6 +375,8 @@ def video_pairs(seed: int, clips: int, radius: int) -> list[Pairs]:
     import video_quality as vq
     from mmdedup.extract.video import video_frames, video_match
 
+    settings = Settings()  # the limits as the ingest passes them
+    limits = {"max_seconds": settings.max_video_seconds, "max_bytes": settings.max_file_bytes}
     rng = np.random.default_rng(seed)
     pics = vq.photos()
     order = rng.permutation(len(pics))
@@ -382,11 +386,11 @@ def video_pairs(seed: int, clips: int, radius: int) -> list[Pairs]:
         secs = float(rng.uniform(12, 16))
         frames = vq.clip_frames(a, b, secs, rng)
         source = vq.encode(frames)
-        sigs[(c, "source")] = video_frames(source)
+        sigs[(c, "source")] = video_frames(source, **limits)
         for v in vq.VARIANTS:
-            sigs[(c, v)] = video_frames(vq.variant(v, frames, source))
-        sigs[(c, "re-edit")] = video_frames(vq.encode(vq.clip_frames(a, b, secs, rng)))
-    hard = {k: video_frames(blob) for k, blob in vq.hard_negatives(pics[order[2 * clips]], 10.0).items()}
+            sigs[(c, v)] = video_frames(vq.variant(v, frames, source), **limits)
+        sigs[(c, "re-edit")] = video_frames(vq.encode(vq.clip_frames(a, b, secs, rng)), **limits)
+    hard = {k: video_frames(blob, **limits) for k, blob in vq.hard_negatives(pics[order[2 * clips]], 10.0).items()}
 
     def score(x, y) -> float:
         return video_match(x, y, radius).score
@@ -408,14 +412,17 @@ def web_pairs(seed: int) -> list[Pairs]:
     import web_quality as wq
     from mmdedup.extract import web
 
+    settings = Settings()  # the limits and block thresholds as the ingest passes them
     pages, _ = wq.build_corpus(seed, 120, 40)
     body = np.array([p[2] for p in pages])
     site = [p[4] for p in pages]
-    extracted = [web.extract_page(p[1]) for p in pages]
+    extracted = [web.extract_page(p[1], max_bytes=settings.max_file_bytes, max_chars=settings.max_page_chars,
+                                  max_depth=settings.max_page_depth) for p in pages]
     stats = web.BlockStats()
     for s, sig in zip(site, extracted):
         stats.add(str(s), web.block_hashes(sig.text))
-    texts = [web.drop_repeated(sig.text, stats.checker(str(s))) for s, sig in zip(site, extracted)]
+    texts = [web.drop_repeated(sig.text, stats.checker(str(s), settings.block_min_pages, settings.block_min_share))
+             for s, sig in zip(site, extracted)]
     a, b = np.triu_indices(len(pages), 1)
     return [Pairs(_text_raw(texts, a.astype(np.int64), b.astype(np.int64)), body[a] == body[b],
                   "web pages, main text")]

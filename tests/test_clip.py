@@ -14,6 +14,7 @@ from PIL import Image
 open_clip = pytest.importorskip("open_clip")
 torch = pytest.importorskip("torch")
 
+from mmdedup.config import Settings  # noqa: E402
 from mmdedup.extract import clip  # noqa: E402
 
 from helpers import TINY, write_registry  # noqa: E402
@@ -78,7 +79,8 @@ def test_checkpoint_weights_are_used(encoder: clip.ClipEncoder, tiny_checkpoint:
 def test_encode_image_bytes_keeps_going(encoder: clip.ClipEncoder):
     buf = io.BytesIO()
     pictures()[0].save(buf, "PNG")
-    vecs, errors = encoder.encode_image_bytes([buf.getvalue(), b"not an image", buf.getvalue()])
+    blobs = [buf.getvalue(), b"not an image", buf.getvalue()]
+    vecs, errors = encoder.encode_image_bytes(blobs, Settings().max_image_pixels)
     assert [e.reason if e else None for e in errors] == [None, "not_an_image", None]
     assert np.allclose(vecs[0], vecs[2]) and not vecs[1].any()
 

@@ -12,8 +12,15 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
+from mmdedup.config import Settings
 from mmdedup.extract import image as mi
 from mmdedup.extract.simhash import hamming
+from mmdedup.score.calibration import calibrate
+from mmdedup.signals.image import ImageSettings, ImageSignal
+
+SETTINGS = Settings()
+IMAGE = ImageSettings()
+MAX_PIXELS = SETTINGS.max_image_pixels  # as the ingest passes it
 
 skdata = pytest.importorskip("skimage.data")
 
@@ -32,7 +39,7 @@ def encode(img: Image.Image, fmt: str = "PNG", **kw) -> bytes:
 
 
 def codes(*blobs: bytes) -> mi.ImageCodes:
-    out = mi.image_codes(list(blobs))
+    out = mi.image_codes(list(blobs), MAX_PIXELS)
     assert all(e is None for e in out.errors), out.errors
     return out
 
@@ -64,20 +71,20 @@ def png_bytes(arr: np.ndarray, depth: int, colour_type: int, size: tuple[int, in
 
 def test_zero_bytes_is_not_an_image():
     with pytest.raises(mi.ImageError) as err:
-        mi.load_image(b"")
+        mi.load_image(b"", MAX_PIXELS)
     assert err.value.reason == "not_an_image"
 
 
 def test_garbage_is_not_an_image():
     with pytest.raises(mi.ImageError) as err:
-        mi.load_image(b"this is a text file, not a picture\n" * 10)
+        mi.load_image(b"this is a text file, not a picture\n" * 10, MAX_PIXELS)
     assert err.value.reason == "not_an_image"
 
 
 def test_truncated_jpeg_is_corrupt():
     data = encode(photo(), "JPEG", quality=90)
     with pytest.raises(mi.ImageError) as err:
-        mi.load_image(data[: len(data) // 2])
+        mi.load_image(data[: len(data) // 2], MAX_PIXELS)
     assert err.value.reason == "corrupt_image"
 
 
@@ -86,7 +93,7 @@ def test_damaged_png_is_corrupt():
     mid = len(data) // 2
     data[mid : mid + 64] = bytes(64)  # zeros over compressed pixels (and their CRC no longer fits)
     with pytest.raises(mi.ImageError) as err:
-        mi.load_image(bytes(data))
+        mi.load_image(bytes(data), MAX_PIXELS)
     assert err.value.reason == "corrupt_image"
 
 
@@ -96,7 +103,7 @@ def test_decompression_bomb_refused_before_decoding():
     assert len(bomb) < 200
     start = time.perf_counter()
     with pytest.raises(mi.ImageError) as err:
-        mi.load_image(bomb)
+        mi.load_image(bomb, MAX_PIXELS)
     assert err.value.reason == "too_large"
     assert "pixels" in err.value.detail
     assert time.perf_counter() - start < 1.0
@@ -124,7 +131,7 @@ def test_cmyk_jpeg_converts_to_the_same_picture():
     rgb = photo("chelsea")
     cmyk = encode(rgb.convert("CMYK"), "JPEG", quality=95)
     assert Image.open(io.BytesIO(cmyk)).mode == "CMYK"
-    pic = mi.load_image(cmyk)
+    pic = mi.load_image(cmyk, MAX_PIXELS)
     assert pic.mode == "RGB"
     got = codes(cmyk, encode(rgb))
     assert bits(got.phash[0, 0], got.phash[1, 0]) <= 4
@@ -134,7 +141,7 @@ def test_16bit_grey_png_is_scaled_not_clipped():
     grey8 = np.asarray(photo("camera").convert("L"))
     data = png_bytes(grey8.astype(np.uint16) * 257, 16, 0)
     assert Image.open(io.BytesIO(data)).mode.startswith("I;16")
-    pic = np.asarray(mi.load_image(data))
+    pic = np.asarray(mi.load_image(data, MAX_PIXELS))
     # Pillow's own convert("L") clips 16-bit values at 255: an all-white picture.
     assert np.abs(pic[..., 0].astype(int) - grey8).max() <= 1
     got = codes(data, encode(Image.fromarray(grey8)))
@@ -144,21 +151,21 @@ def test_16bit_grey_png_is_scaled_not_clipped():
 def test_16bit_rgb_png_decodes():
     rgb8 = np.asarray(photo("coffee"))
     data = png_bytes(rgb8.astype(np.uint16) * 257, 16, 2)
-    pic = np.asarray(mi.load_image(data))
+    pic = np.asarray(mi.load_image(data, MAX_PIXELS))
     assert np.abs(pic.astype(int) - rgb8).max() <= 1
 
 
 def test_float_tiff_is_scaled():
     grey = np.asarray(photo("camera").convert("L")).astype(np.float32) / 255.0
     data = encode(Image.fromarray(grey, "F"), "TIFF")
-    pic = np.asarray(mi.load_image(data))[..., 0]
+    pic = np.asarray(mi.load_image(data, MAX_PIXELS))[..., 0]
     assert pic.max() > 200 and abs(int(pic.mean()) - int(grey.mean() * 255)) <= 1
 
 
 def test_rgba_png_flattened_onto_white():
     arr = np.zeros((64, 64, 4), np.uint8)  # black everywhere ...
     arr[:, :32, 3] = 255  # ... opaque on the left half, fully transparent on the right
-    pic = np.asarray(mi.load_image(encode(Image.fromarray(arr, "RGBA"))))
+    pic = np.asarray(mi.load_image(encode(Image.fromarray(arr, "RGBA")), MAX_PIXELS))
     assert (pic[:, :32] == 0).all() and (pic[:, 32:] == 255).all()
 
 
@@ -167,7 +174,7 @@ def test_palette_with_transparency_flattened_onto_white():
     im.putpalette([0, 0, 0, 255, 0, 0] + [0] * (256 * 3 - 6))
     ImageDraw.Draw(im).rectangle((0, 0, 9, 19), fill=1)
     im.info["transparency"] = 0
-    pic = np.asarray(mi.load_image(encode(im, "PNG", transparency=0)))
+    pic = np.asarray(mi.load_image(encode(im, "PNG", transparency=0), MAX_PIXELS))
     assert (pic[:, :10] == [255, 0, 0]).all() and (pic[:, 10:] == 255).all()
 
 
@@ -177,7 +184,7 @@ def test_exif_rotated_jpeg_is_upright():
     exif = Image.Exif()
     exif[0x0112] = 6  # Orientation: rotate 90 degrees clockwise to view
     sideways = encode(stored, "JPEG", quality=92, exif=exif.tobytes())
-    pic = mi.load_image(sideways)
+    pic = mi.load_image(sideways, MAX_PIXELS)
     assert pic.size == upright.size
     got = codes(sideways, encode(upright, "JPEG", quality=92))
     assert bits(got.phash[0, 0], got.phash[1, 0]) <= 2
@@ -187,13 +194,13 @@ def test_exif_rotated_jpeg_is_upright():
 
 def test_batch_goes_on_past_bad_images():
     good = encode(photo())
-    got = mi.image_codes([good, b"", b"garbage" * 20, good])
+    got = mi.image_codes([good, b"", b"garbage" * 20, good], MAX_PIXELS)
     assert [e.reason if e else None for e in got.errors] == [None, "not_an_image", "not_an_image", None]
     assert got.ok.tolist() == [True, False, False, True]
     assert got.phash[0, 0] == got.phash[3, 0] != 0
-    sim = mi.image_similarity(got, got)
-    assert sim[0, 3] == 1.0
-    assert np.isnan(sim[1]).all() and np.isnan(sim[:, 2]).all()
+    dist = mi.image_distance(got, got)
+    assert dist[0, 3] == 0
+    assert (dist[1] == 64).all() and (dist[:, 2] == 64).all()  # a failed image is near nothing
 
 
 # --- borders --------------------------------------------------------------------------
@@ -217,7 +224,7 @@ def test_border_padding_trimmed(box, colour):
     plain = encode(pic, "JPEG", quality=85)
     got = codes(padded, plain)
     assert bits(got.phash[0, 0], got.phash[1, 0]) <= 4
-    trimmed = mi.border_box(mi.load_image(padded))
+    trimmed = mi.border_box(mi.load_image(padded, MAX_PIXELS))
     want = (box[0], box[1], box[0] + pic.width, box[1] + pic.height)
     assert max(abs(a - b) for a, b in zip(trimmed, want)) <= 8
     # Untrimmed, the padding alone moves the plain pHash far (the test can fail).
@@ -239,7 +246,7 @@ def test_trim_never_empties():
     assert mi.trim_borders(dot).size == (50, 40)
     tiny = Image.new("RGB", (3, 2), (9, 9, 9))
     assert mi.trim_borders(tiny).size == (3, 2)
-    got = mi.image_codes([encode(blank), encode(tiny)])
+    got = mi.image_codes([encode(blank), encode(tiny)], MAX_PIXELS)
     assert got.ok.all()
 
 
@@ -258,7 +265,6 @@ def test_phash_bits_are_imagehash_phash():
         for k, op in enumerate(mi.PIL_DIHEDRAL):
             want = int(str(imagehash.dhash(pic if op is None else pic.transpose(op))), 16)
             assert bits(dh[k], want) <= 2, (name, k)
-    assert np.array_equal(mi.dihedral_codes(pic), d8)
 
 
 def test_mirror_and_rotation_found_by_dihedral_query():
@@ -268,7 +274,7 @@ def test_mirror_and_rotation_found_by_dihedral_query():
         query = codes(encode(pic.transpose(op), "JPEG", quality=80))
         assert bits(query.phash[0, 0], stored.phash[0, 0]) > 16  # plain codes are far ...
         assert mi.image_distance(query, stored)[0, 0] <= 4  # ... the eight-way query finds it
-        assert mi.image_similarity(query, stored)[0, 0] >= 0.9
+        assert calibrate(mi.image_distance(query, stored)[0, 0], IMAGE.calibration) >= 0.9
 
 
 @pytest.mark.parametrize("name,cut", [
@@ -282,9 +288,9 @@ def test_centre_code_finds_a_crop(name, cut):
     got = codes(encode(pic), encode(cropped, "JPEG", quality=85))
     full_only = mi.image_distance(got.take([1]), got.take([0]), centre=False)[0, 0]
     with_centre = mi.image_distance(got.take([1]), got.take([0]))[0, 0]
-    assert full_only > mi.MATCH_DISTANCE >= with_centre
+    assert full_only > IMAGE.radius >= with_centre
     # symmetric: the crop stored first, the full picture as the query
-    assert mi.image_distance(got.take([0]), got.take([1]))[0, 0] <= mi.MATCH_DISTANCE
+    assert mi.image_distance(got.take([0]), got.take([1]))[0, 0] <= IMAGE.radius
 
 
 def test_unrelated_photos_far_apart():
@@ -292,9 +298,9 @@ def test_unrelated_photos_far_apart():
     got = codes(*(encode(photo(n)) for n in names))
     dist = mi.image_distance(got, got)
     off = ~np.eye(len(names), dtype=bool)
-    assert dist[off].min() > mi.MATCH_DISTANCE, dist
+    assert dist[off].min() > IMAGE.radius, dist
     assert (np.diag(dist) == 0).all()
-    sim = mi.image_similarity(got, got)
+    sim = calibrate(dist, IMAGE.calibration)
     assert sim[off].max() < 0.7 and (np.diag(sim) == 1.0).all()
 
 
@@ -306,20 +312,21 @@ def test_recompressed_and_resized_copies_match():
     assert (mi.image_distance(got.take([1, 2, 3]), got.take([0]))[:, 0] <= 4).all()
 
 
-def test_pack_round_trip_and_versions():
+def test_stored_codes_round_trip():
     got = codes(encode(photo()), encode(photo("coffee")))
-    back = mi.ImageCodes.unpack([got.pack(0), got.pack(1)])
-    assert np.array_equal(back.stored(), got.stored())
-    assert len(got.pack(0)) == 24
+    blob = ImageSignal.pack(got)  # what the store keeps: all eight variants of each code
+    assert len(blob) == 2 * 3 * 8 * 8
+    back = ImageSignal.unpack(blob)
+    for name in ("phash", "dhash", "centre"):
+        assert np.array_equal(getattr(back, name), getattr(got, name)), name
     assert np.array_equal(mi.image_distance(got, back), mi.image_distance(got, got))
-    other = mi.ImageCodes.unpack([got.pack(0)])
-    other.version = "img0-something-else"
-    with pytest.raises(ValueError, match="versions"):
-        mi.image_similarity(got, other)
 
 
 def test_calibration_tiers():
-    assert mi.calibrate(0) == 1.0
-    assert mi.calibrate(8) == pytest.approx(0.9)
-    assert mi.calibrate(mi.MATCH_DISTANCE) == pytest.approx(0.8)
-    assert mi.calibrate(14) < 0.7 and mi.calibrate(40) == 0.0
+    def score(bits: int) -> float:
+        return float(calibrate(bits, IMAGE.calibration))
+
+    assert score(0) == 1.0
+    assert score(8) == pytest.approx(0.9)
+    assert score(IMAGE.radius) == pytest.approx(0.8)
+    assert score(14) < 0.7 and score(40) == 0.0

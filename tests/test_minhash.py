@@ -9,7 +9,8 @@ import pytest
 
 from mmdedup.extract import minhash as minhash_mod
 from mmdedup.extract.minhash import EMPTY, MinHash, WeightedMinHash, jaccard
-from mmdedup.extract.text import TokenBatch, collapse_terms, hash_tokens
+from mmdedup.extract.hashing import hash_tokens
+from mmdedup.extract.tokenbatch import TokenBatch, collapse_terms
 
 from sketch_helpers import SIGNERS, reference_expand, reference_oph, zipf_docs
 
@@ -224,7 +225,7 @@ def test_minhash_kernels_equal_their_definition(monkeypatch: pytest.MonkeyPatch)
                                                    for i in range(t.n_docs)])
                 assert np.array_equal(signer.sign_terms(shuffled), want)
     monkeypatch.setattr(minhash_mod, "_CHUNK_TOKENS", 70)
-    monkeypatch.setattr(minhash_mod, "_VOCAB_MIN_TERMS", 1)
+    monkeypatch.setattr(minhash_mod, "VOCAB_MIN_TERMS", 1)
     signer = WeightedMinHash(128)
     want = np.stack([reference_expand(tfidf.doc(i), tfidf.weights[tfidf.offsets[i]:tfidf.offsets[i + 1]], signer)
                      for i in range(tfidf.n_docs)])

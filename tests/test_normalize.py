@@ -2,7 +2,7 @@
 copies are one text (`normalize`, `text_hash`), and `clean`, which also takes markup,
 entities, links and e-mail addresses out before tokenising."""
 
-from mmdedup.extract.text import clean, normalize, text_hash
+from mmdedup.extract.normalize import clean, normalize, text_hash
 
 
 def test_width_punctuation_case_and_space_fold_to_one_text() -> None:
@@ -36,7 +36,7 @@ def test_whitespace_collapse_shortcut_equals_split_and_join() -> None:
     joined: the result is always that of str.split (which also splits at \\x1c-\\x1f)."""
     import random
 
-    from mmdedup.extract.text import _collapse_whitespace
+    from mmdedup.extract.normalize import _collapse_whitespace
 
     rng = random.Random(0)
     alphabet = " ab.\t\n\r\x0b\x0c\x1c\x1f\xa0\u3000é中"

@@ -1,5 +1,5 @@
-"""Shingles: word and character n-grams as strings, their hashes in batches, and the text
-signer's hash-combined word n-grams held to their definition."""
+"""Shingles: character n-grams of short texts, and the text signer's hash-combined word
+n-grams held to their definition."""
 
 from __future__ import annotations
 
@@ -7,26 +7,16 @@ import numpy as np
 import pytest
 
 from mmdedup.extract import text_sketches as textsig_mod
-from mmdedup.extract.text import TokenBatch, char_shingles, hash_strings, shingle_hashes, shingles
+from mmdedup.extract.shingles import char_shingles
+from mmdedup.extract.tokenbatch import TokenBatch
 
 from sketch_helpers import reference_shingles
 
 
-def test_shingles_word_and_character() -> None:
-    assert shingles(["a", "b", "c", "d"], 3) == ["a b c", "b c d"]
-    assert shingles(["a", "b"], 3) == ["a b"]
-    assert shingles([], 3) == []
+def test_character_shingles() -> None:
     assert char_shingles("今天 天气，很好", 2) == ["今天", "天天", "天气", "气很", "很好"]
     assert char_shingles("ab", 3) == ["ab"]
     assert char_shingles(" ,", 3) == []
-
-
-def test_shingle_hashes_equal_hashes_of_shingle_strings() -> None:
-    docs = [["a", "bb", "ccc", "dddd", "中文"], [], ["solo"], ["x", "y"], ["with space", "b", "c", "d"]]
-    for n in (1, 2, 3):
-        batch = shingle_hashes(docs, n)
-        for i, d in enumerate(docs):
-            assert batch.doc(i).tolist() == hash_strings(shingles(d, n)).tolist()
 
 
 def test_shingles_equal_their_definition(monkeypatch: pytest.MonkeyPatch) -> None:

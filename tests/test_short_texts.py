@@ -14,10 +14,11 @@ from sqlalchemy import select, update
 from mmdedup import Platform
 from mmdedup.extract.minhash import jaccard
 from mmdedup.extract import text_sketches as textsig
-from mmdedup.input.items import probe_item
-from mmdedup.extract.text import (SHORT_CHARS, char_shingles, hash_strings, hash_tokens,
-                                 shingle_version, text_shingle_hashes, text_shingles, tokenize)
+from mmdedup.extract.hashing import hash_tokens
+from mmdedup.extract.shingles import SHORT_CHARS, char_shingles, shingle_version, short_text_shingles
 from mmdedup.extract.term_weights import prior_model
+from mmdedup.extract.tokens import tokenize
+from mmdedup.input.items import probe_item
 from mmdedup.store.schema import Item, Signature
 from mmdedup.extract.text_sketches import SHINGLE_N, TextSigner, _shingles, tokenize_texts
 from mmdedup.signals.text import TOKENS_KIND
@@ -124,9 +125,9 @@ def test_short_texts_use_character_ngrams_and_long_texts_word_3grams() -> None:
     texts = [BJ, LONG, EN, LONG.replace("Tuesday", "Wednesday")]
     tokens = tokenize_texts(texts)
     sk = signer.sign_tokens(tokens, texts)
-    # Short ones: a MinHash of what text_shingle_hashes gives them (character n-grams).
+    # Short ones: a MinHash of their character n-grams (`short_text_shingles`).
     short = [0, 2]
-    chars = text_shingle_hashes([texts[i] for i in short])
+    chars = hash_tokens([short_text_shingles(texts[i], int(tokens.lengths[i])) for i in short])
     assert np.array_equal(sk.minhash[short], signer.minhash(chars))
     # Long ones: bit for bit the word 3-gram MinHash of their tokens, as before; the
     # texts of documents of SHORT_CHARS tokens or more are never needed.
@@ -173,17 +174,15 @@ def test_a_short_document_without_its_text_cannot_be_signed() -> None:
 def test_short_chinese_post_uses_character_bigrams() -> None:
     post = "今天天气很好我们去公园玩"  # 12 characters
     assert len(post) == 12
-    sh = text_shingles(post)
+    features = lambda text: short_text_shingles(text, len(tokenize(text)))  # noqa: E731
+    sh = features(post)
     assert sh == char_shingles(post, 2) and len(sh) == 11
-    near = text_shingles("今天天气真好我们去公园玩")
-    other = text_shingles("股市大跌投资者损失惨重啊")
+    near = features("今天天气真好我们去公园玩")
+    other = features("股市大跌投资者损失惨重啊")
     j = lambda x, y: len(set(x) & set(y)) / len(set(x) | set(y))  # noqa: E731
     assert j(sh, near) > 0.6
     assert j(sh, other) == 0.0
-    # The hashed batch form agrees with the string form, short and long texts mixed.
+    assert features("Storm closes schools") == char_shingles("stormclosesschools", 3)  # not Chinese: trigrams
+    # A long text is not short: it keeps its word 3-grams (textsig signs those from token hashes).
     long_text = "The quick brown fox jumps over the lazy dog near the river bank every single morning"
-    texts = [post, "", long_text, "hi there"]
-    batch = text_shingle_hashes(texts)
-    for i, t in enumerate(texts):
-        assert batch.doc(i).tolist() == hash_strings(text_shingles(t)).tolist()
-    assert len(text_shingles(long_text)) == len(tokenize(long_text)) - 2  # word 3-grams
+    assert features(long_text) is None

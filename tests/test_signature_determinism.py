@@ -18,10 +18,12 @@ import pytest
 
 from mmdedup.extract import minhash as minhash_mod
 from mmdedup.extract import simhash as simhash_mod
-from mmdedup.extract import text as text_mod
+from mmdedup.extract import hashing as hashing_mod
 from mmdedup.extract.minhash import EMPTY, MinHash, WeightedMinHash, jaccard
 from mmdedup.extract.simhash import SIMHASH_VERSION, simhash64
-from mmdedup.extract.text import HASH_VERSION, collapse_terms, hash_tokens, tokenize_many, tokenizer_version
+from mmdedup.extract.hashing import HASH_VERSION, hash_tokens
+from mmdedup.extract.tokenbatch import collapse_terms
+from mmdedup.extract.tokens import tokenize_many, tokenizer_version
 
 from sketch_helpers import PLATFORM, SIGNERS, zipf_docs
 
@@ -73,7 +75,7 @@ def test_signature_of_a_document_does_not_depend_on_its_batch(monkeypatch: pytes
     for name in ("simhash", "simhash_tfidf", "oph", "kperm", "expand", "icws", "0bit", "expand_tfidf", "icws_tfidf"):
         assert np.array_equal(single[name][0], reference[name][7]), name
     # Tiny chunks everywhere: every "document longer than a chunk" path is taken.
-    monkeypatch.setattr(text_mod, "_GROUP", 64)
+    monkeypatch.setattr(hashing_mod, "_GROUP", 64)
     monkeypatch.setattr(simhash_mod, "_SLOTS_UNWEIGHTED", 64)
     monkeypatch.setattr(simhash_mod, "_SLOTS_WEIGHTED", 64)
     monkeypatch.setattr(minhash_mod, "_CHUNK_TOKENS", 50)
@@ -118,7 +120,9 @@ sys.path.insert(0, sys.argv[1])
 import numpy as np
 from mmdedup.extract.minhash import MinHash, WeightedMinHash
 from mmdedup.extract.simhash import simhash64
-from mmdedup.extract.text import collapse_terms, hash_tokens, tokenize_many, tokenizer_version
+from mmdedup.extract.hashing import hash_tokens
+from mmdedup.extract.tokenbatch import collapse_terms
+from mmdedup.extract.tokens import tokenize_many, tokenizer_version
 texts = json.loads(sys.stdin.read())
 batch = hash_tokens(tokenize_many(texts))
 terms = collapse_terms(batch)

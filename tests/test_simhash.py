@@ -9,7 +9,8 @@ import numpy as np
 
 from mmdedup.extract import simhash as simhash_mod
 from mmdedup.extract.simhash import hamming, simhash64
-from mmdedup.extract.text import TokenBatch, hash_tokens
+from mmdedup.extract.hashing import hash_tokens
+from mmdedup.extract.tokenbatch import TokenBatch
 
 from sketch_helpers import random_words, textbook_simhash, zipf_docs
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from mmdedup.extract import minhash as minhash_mod
-from mmdedup.extract.text import TokenBatch, collapse_terms, hash_strings, hash_tokens
+from mmdedup.extract.hashing import hash_strings, hash_tokens
+from mmdedup.extract.tokenbatch import TokenBatch, collapse_terms
 
 from sketch_helpers import zipf_docs
 

@@ -124,7 +124,7 @@ def test_tfidf_refresh_gives_template_words_no_weight(home: Path, db_url: str) -
         assert active is not None and active.params["n_docs"] >= 40
         assert versions == {platform.signal("text").signer.version}
         weights = platform.signal("text").signer.term_weights(
-            __import__("mmdedup.extract.text", fromlist=["hash_strings"]).hash_strings(["privacy", "subscribe"]))
+            __import__("mmdedup.extract.hashing", fromlist=["hash_strings"]).hash_strings(["privacy", "subscribe"]))
         assert np.all(weights == 0)
         pairs = pair_map(platform)
         assert set(pairs) == {("copy", "d0")}

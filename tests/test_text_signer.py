@@ -16,7 +16,8 @@ from mmdedup.extract import text_sketches as textsig_mod
 from mmdedup.extract import minhash as minhash_mod
 from mmdedup.extract import simhash as simhash_mod
 from mmdedup.extract.minhash import EMPTY
-from mmdedup.extract.text import TokenBatch, collapse_terms, hash_strings, hash_tokens, lookup
+from mmdedup.extract.hashing import hash_strings, hash_tokens
+from mmdedup.extract.tokenbatch import TokenBatch, collapse_terms, lookup
 from mmdedup.extract.term_weights import TfidfModel, prior_model
 from mmdedup.extract.term_weights import WordWeights
 
@@ -125,8 +126,8 @@ def test_sign_tokens_equals_its_definition(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(minhash_mod, "_BAG_GROUP", 300)
     monkeypatch.setattr(textsig_mod, "_SHINGLE_CHUNK", 100)
     monkeypatch.setattr(minhash_mod, "_CHUNK_TOKENS", 500)
-    monkeypatch.setattr(minhash_mod, "_VOCAB_MIN_TERMS", 10)
-    monkeypatch.setattr(textsig_mod, "_VOCAB_MIN_TERMS", 10)
+    monkeypatch.setattr(minhash_mod, "VOCAB_MIN_TERMS", 10)
+    monkeypatch.setattr(textsig_mod, "VOCAB_MIN_TERMS", 10)
     monkeypatch.setattr(simhash_mod, "_HIST_DOCS", 3)
     for label in ("fitted+words", "prior"):
         assert_same_sketches(signers[label].sign_tokens(batch), references[label], f"{label}, chunked")

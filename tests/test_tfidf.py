@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from mmdedup.extract.text import TokenBatch, hash_strings, lookup
+from mmdedup.extract.hashing import hash_strings
 from mmdedup.extract.term_weights import TfidfModel, count_documents, merge_counts, prior_model
+from mmdedup.extract.tokenbatch import TokenBatch, lookup
 
 
 def test_words_on_every_page_weigh_nothing_and_unseen_words_most() -> None:

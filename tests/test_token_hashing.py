@@ -16,9 +16,11 @@ import unicodedata
 import numpy as np
 import pytest
 
-from mmdedup.extract import text as text_mod
-from mmdedup.extract.text import (HASH_VERSION, STOP_WORDS, hash_strings, hash_texts, hash_tokens,
-                                 lanes64, tokenize_many)
+from mmdedup.extract import ascii_tokens
+from mmdedup.extract.ascii_tokens import _ASCII_FOLD, hash_texts
+from mmdedup.extract.hashing import HASH_VERSION, hash_strings, hash_tokens, lanes64
+from mmdedup.extract.normalize import _fold
+from mmdedup.extract.tokens import _WORD, STOP_WORDS, tokenize_many
 
 from sketch_helpers import PLATFORM
 
@@ -85,7 +87,7 @@ def test_hash_texts_of_a_text_does_not_depend_on_its_batch(monkeypatch: pytest.M
     texts = random_corpus(7, 300)
     want = reference(texts)
     for group in (1, 64, 1000, 1 << 18):  # bytes of text per group: one text to all of them
-        monkeypatch.setattr(text_mod, "_TEXT_GROUP", group)
+        monkeypatch.setattr(ascii_tokens, "_TEXT_GROUP", group)
         got = hash_texts(texts)
         assert np.array_equal(got.offsets, want.offsets) and np.array_equal(got.hashes, want.hashes)
     rng = random.Random(3)
@@ -126,12 +128,12 @@ def test_token_ranges_follow_the_word_regex_on_every_short_string() -> None:
     strings = ["".join(p) for k in range(1, 8) for p in itertools.product("a1.:'", repeat=k)]
     strings += ["".join(p) for p in itertools.product("a1.,' ", repeat=6)]
     group = [s.encode("ascii") for s in strings]
-    data, codes = text_mod._group_bytes(group)
+    data, codes = ascii_tokens._group_bytes(group)
     data_np, codes_np = np.frombuffer(data, np.uint8), np.frombuffer(codes, np.uint8)
-    starts, lens, merged = text_mod._ascii_token_ranges(data_np, codes_np, np.flatnonzero(codes_np >= 2))
+    starts, lens, merged = ascii_tokens._ascii_token_ranges(data_np, codes_np, np.flatnonzero(codes_np >= 2))
     kept = np.setdiff1d(np.arange(len(starts)), merged if merged is not None else [])
     got = list(zip(starts[kept].tolist(), (starts + lens)[kept].tolist()))
-    assert got == [m.span() for m in text_mod._WORD.finditer(data.decode("ascii"))]
+    assert got == [m.span() for m in _WORD.finditer(data.decode("ascii"))]
 
 
 def test_ascii_fold_characters_fold_alone() -> None:
@@ -144,20 +146,20 @@ def test_ascii_fold_characters_fold_alone() -> None:
         if decomposition and not decomposition.startswith("<") and len(decomposition.split()) == 2:
             second.add(chr(int(decomposition.split()[1], 16)))
     assert not second & set(map(chr, range(128)))
-    for char, ascii in text_mod._ASCII_FOLD.items():
-        assert ascii.isascii() and text_mod._fold(char) == ascii
+    for char, ascii in _ASCII_FOLD.items():
+        assert ascii.isascii() and _fold(char) == ascii
         decomposed = unicodedata.normalize("NFKD", char)
         assert not second & set(decomposed) and not any(map(unicodedata.combining, decomposed)), char
-    assert "\u2019" in text_mod._ASCII_FOLD and "Ａ" in text_mod._ASCII_FOLD and "\u00b4" not in text_mod._ASCII_FOLD
+    assert "\u2019" in _ASCII_FOLD and "Ａ" in _ASCII_FOLD and "\u00b4" not in _ASCII_FOLD
     rng = random.Random(5)
-    chars = list(text_mod._ASCII_FOLD) + list("aZ1 .'`\u0301\u0338")
+    chars = list(_ASCII_FOLD) + list("aZ1 .'`\u0301\u0338")
     for _ in range(3000):
         text = "".join(rng.choice(chars) for _ in range(rng.randint(0, 12)))
-        folded = text_mod._fold(text)
+        folded = _fold(text)
         if folded.isascii():  # what `hash_texts` takes the fast way
-            assert text_mod._unmarked_ascii(text).lower().replace(b"`", b"'") == folded.encode("ascii")
+            assert ascii_tokens._unmarked_ascii(text).lower().replace(b"`", b"'") == folded.encode("ascii")
         else:
-            assert text_mod._unmarked_ascii(text) is None
+            assert ascii_tokens._unmarked_ascii(text) is None
 
 
 def test_stop_words_are_dropped_by_hash_exactly() -> None:
@@ -237,7 +239,7 @@ def test_token_hash_bits_are_balanced_and_avalanche() -> None:
 def test_token_hashes_identical_in_another_process() -> None:
     script = (
         "import sys, json; sys.path.insert(0, sys.argv[1]);"
-        "from mmdedup.extract.text import hash_strings;"
+        "from mmdedup.extract.hashing import hash_strings;"
         "print(json.dumps(hash_strings(json.loads(sys.stdin.read())).tolist()))"
     )
     words = ["", "a", "word", "北京大学", "don't", "x" * 200, "naïve"] + [f"w{i}" for i in range(100)]

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import random
 
-from mmdedup.extract import text as text_mod
-from mmdedup.extract.text import clean, tokenize, tokenize_many, tokenizer_version
+from mmdedup.extract import normalize as normalize_mod
+from mmdedup.extract import tokens as tokens_mod
+from mmdedup.extract.normalize import clean
+from mmdedup.extract.tokens import tokenize, tokenize_many, tokenizer_version
 
 
 def test_tokenize_mixed_chinese_english_numbers_and_stop_words() -> None:
@@ -25,10 +27,10 @@ def test_tokenize_mixed_chinese_english_numbers_and_stop_words() -> None:
 def reference_tokenize(text: str, drop_stop_words: bool = True) -> list[str]:
     """The definition: `_TOKEN` over `clean(text)`, jieba for Han runs (the old loop)."""
     tokens: list[str] = []
-    for match in text_mod._TOKEN.finditer(clean(text)):
+    for match in tokens_mod._TOKEN.finditer(clean(text)):
         han = match.group("han")
-        tokens.extend(text_mod._cut_han(han) if han is not None else [match.group()])
-    return [t for t in tokens if t not in text_mod.STOP_WORDS] if drop_stop_words else tokens
+        tokens.extend(tokens_mod._cut_han(han) if han is not None else [match.group()])
+    return [t for t in tokens if t not in tokens_mod.STOP_WORDS] if drop_stop_words else tokens
 
 
 def test_tokenize_fast_paths_equal_the_definition() -> None:
@@ -61,9 +63,9 @@ def test_tokenizer_version_is_stable_and_names_its_parts() -> None:
     import jieba
 
     v = tokenizer_version()
-    assert v == tokenizer_version() == text_mod.TOKENIZER_VERSION
+    assert v == tokenizer_version() == tokens_mod.TOKENIZER_VERSION
     assert v.startswith(f"jieba-{jieba.__version__}+dict-")
     dict_hash = v.split("+dict-")[1].split("+")[0]
     assert len(dict_hash) == 8 and int(dict_hash, 16) >= 0
-    for part in (text_mod.NORMALIZER_VERSION, text_mod.CLEANER_VERSION, text_mod.STOP_WORDS_VERSION):
+    for part in (normalize_mod.NORMALIZER_VERSION, normalize_mod.CLEANER_VERSION, tokens_mod.STOP_WORDS_VERSION):
         assert part in v

@@ -8,20 +8,25 @@ Clips are made with PyAV from scikit-image's bundled photos (tests/helpers.py): 
 
 from __future__ import annotations
 
+import av
 import imagehash
 import numpy as np
 import pytest
 from PIL import Image
 
+from mmdedup.config import Settings
+from mmdedup.signals.video import VideoSettings
 from mmdedup.extract import video as V
-from mmdedup.extract.video import (VIDEO_VERSION, VideoError, VideoFrames, frame_codes,
-                                   hamming_matrix, phash_thumbs, video_frames, video_match,
-                                   video_similarity)
+from mmdedup.extract.video import (VIDEO_VERSION, VideoError, VideoFrames, hamming_matrix, video_frames,
+                                   video_match, video_similarity)
 
 from helpers import FPS, H, W, audio_only, clip, encode, view
 
 DUPLICATE = 0.6  # the duplicate call the bench (scripts/bench/video_quality.py) supports
 DISTINCT = 0.35  # at most this for videos that are not copies
+SETTINGS = Settings()
+LIMITS = {"max_seconds": SETTINGS.max_video_seconds, "max_bytes": SETTINGS.max_file_bytes}  # as the ingest passes them
+RADIUS = VideoSettings().frame_radius
 
 @pytest.fixture(scope="module")
 def frames_a(photos):
@@ -35,7 +40,7 @@ def blob_a(frames_a):
 
 @pytest.fixture(scope="module")
 def sig_a(blob_a):
-    return video_frames(blob_a)
+    return video_frames(blob_a, **LIMITS)
 
 
 # --------------------------------------------------------------------------------------
@@ -43,7 +48,22 @@ def sig_a(blob_a):
 # --------------------------------------------------------------------------------------
 
 
-def test_phash_thumbs_is_imagehash_phash(photos):
+def phash_thumbs(thumbs: np.ndarray) -> np.ndarray:
+    """The frame hash of (n, 32, 32) grey thumbnails, where the resize is the identity:
+    the DCT rows alone (D8 X D8.T), each block against its median."""
+    low = np.einsum("ki,nij,lj->nkl", V._D8, np.asarray(thumbs, dtype=np.float64), V._D8, optimize=True)
+    return V._codes_from_low(low)
+
+
+def frame_codes(grey: np.ndarray) -> tuple[int, int] | None:
+    """(code, mirrored code) of one grey frame, through the sampler `video_frames` runs on
+    every decoded frame (block averaging, bars cut, blank check), or None when blank."""
+    sampler = V._Sampler(fps=1.0, keep_images=False, image_size=0)
+    sampler.add(av.VideoFrame.from_ndarray(np.ascontiguousarray(grey, dtype=np.uint8), format="gray"), 0.0)
+    return (sampler.codes[0], sampler.mirrored[0]) if sampler.codes else None
+
+
+def test_frame_hash_on_thumbnails_is_imagehash_phash(photos):
     rng = np.random.default_rng(0)
     thumbs = list(rng.integers(0, 256, (20, 32, 32)).astype(np.uint8))
     thumbs += [np.asarray(Image.fromarray(p).convert("L").resize((32, 32), Image.Resampling.LANCZOS))
@@ -115,8 +135,8 @@ def test_video_frames_shape_and_sampling(sig_a):
 def test_still_video_is_one_frame_and_black_frames_are_skipped(photos):
     still = [view(photos["chelsea"], 0.5, 0.5, 0.8)] * 50
     black = [np.zeros((H, W, 3), np.uint8)] * 25
-    s = video_frames(encode(black + still + black))
-    assert len(s) == 1 and s.distinct == 1
+    s = video_frames(encode(black + still + black), **LIMITS)
+    assert len(s) == 1 and s.distinct(RADIUS) == 1
     assert s.blank == 50 and s.decoded == 100
     assert s.times[0] == pytest.approx(1.0)
 
@@ -124,7 +144,7 @@ def test_still_video_is_one_frame_and_black_frames_are_skipped(photos):
 def test_keep_images_for_clip_vectors(photos, frames_a):
     bar = np.zeros((20, W, 3), np.uint8)
     s = video_frames(encode([np.concatenate([bar, f, bar]) for f in frames_a]), keep_images=True,
-                     image_size=64)
+                     image_size=64, **LIMITS)
     assert s.images is not None and len(s.images) == len(s)
     im = s.images[0]
     assert im.mode == "RGB" and min(im.size) <= 64
@@ -137,10 +157,10 @@ def test_keep_images_for_clip_vectors(photos, frames_a):
 
 
 def test_identical_and_reencoded_low_bitrate(sig_a, blob_a, frames_a):
-    assert video_similarity(sig_a, sig_a) == 1.0
-    low = video_frames(encode(frames_a, codec="mpeg4", bit_rate=60_000))
-    assert video_similarity(sig_a, low) >= DUPLICATE
-    assert video_similarity(low, sig_a) >= DUPLICATE
+    assert video_similarity(sig_a, sig_a, RADIUS) == 1.0
+    low = video_frames(encode(frames_a, codec="mpeg4", bit_rate=60_000), **LIMITS)
+    assert video_similarity(sig_a, low, RADIUS) >= DUPLICATE
+    assert video_similarity(low, sig_a, RADIUS) >= DUPLICATE
 
 
 def test_scaled_copy(sig_a, frames_a):
@@ -148,47 +168,47 @@ def test_scaled_copy(sig_a, frames_a):
              for f in frames_a]
     big = [np.asarray(Image.fromarray(f).resize((W * 2, H * 2), Image.Resampling.BILINEAR))
            for f in frames_a]
-    assert video_similarity(sig_a, video_frames(encode(small))) >= DUPLICATE
-    assert video_similarity(sig_a, video_frames(encode(big))) >= DUPLICATE
+    assert video_similarity(sig_a, video_frames(encode(small), **LIMITS), RADIUS) >= DUPLICATE
+    assert video_similarity(sig_a, video_frames(encode(big), **LIMITS), RADIUS) >= DUPLICATE
 
 
 @pytest.mark.parametrize("cut", [0.5, 1.0, 2.2])
 def test_trimmed_copy(sig_a, frames_a, cut):
-    trimmed = video_frames(encode(frames_a[round(cut * FPS):]))
+    trimmed = video_frames(encode(frames_a[round(cut * FPS):]), **LIMITS)
     assert trimmed.times[0] == 0.0  # times are the copy's own
-    assert video_similarity(sig_a, trimmed) >= DUPLICATE
+    assert video_similarity(sig_a, trimmed, RADIUS) >= DUPLICATE
     # The end cut too: the copy is a stretch of the original.
-    assert video_similarity(sig_a, video_frames(encode(frames_a[:-round(cut * FPS)]))) >= DUPLICATE
+    assert video_similarity(sig_a, video_frames(encode(frames_a[:-round(cut * FPS)]), **LIMITS), RADIUS) >= DUPLICATE
 
 
 def test_frame_rate_15_vs_25(sig_a, frames_a):
     n = len(frames_a) * 15 // FPS
     f15 = [frames_a[min(len(frames_a) - 1, round(k * FPS / 15))] for k in range(n)]
-    s = video_frames(encode(f15, fps=15))
+    s = video_frames(encode(f15, fps=15), **LIMITS)
     assert abs(s.fps - 15) < 1e-6
-    assert video_similarity(sig_a, s) >= DUPLICATE
+    assert video_similarity(sig_a, s, RADIUS) >= DUPLICATE
 
 
 def test_mirrored_copy_matches_through_flipped_codes(sig_a, frames_a):
-    mirrored = video_frames(encode([np.ascontiguousarray(f[:, ::-1]) for f in frames_a]))
-    m = video_match(sig_a, mirrored)
+    mirrored = video_frames(encode([np.ascontiguousarray(f[:, ::-1]) for f in frames_a]), **LIMITS)
+    m = video_match(sig_a, mirrored, RADIUS)
     assert m.score >= DUPLICATE and m.mirrored
     # Without the mirrored codes it would not match: the flip is what finds it.
     blind = VideoFrames(**{**mirrored.__dict__, "mirrored": mirrored.codes})
-    assert video_similarity(sig_a, blind) <= DISTINCT
+    assert video_similarity(sig_a, blind, RADIUS) <= DISTINCT
 
 
 def test_letterboxed_and_pillarboxed_copies(sig_a, frames_a):
     bars = np.zeros((30, W, 3), np.uint8)
-    letter = video_frames(encode([np.concatenate([bars, f, bars]) for f in frames_a]))
+    letter = video_frames(encode([np.concatenate([bars, f, bars]) for f in frames_a]), **LIMITS)
     assert np.allclose(np.median(letter.crops, axis=0), [30 / 180, 0, 150 / 180, 1], atol=0.03)
-    assert video_similarity(sig_a, letter) >= DUPLICATE
+    assert video_similarity(sig_a, letter, RADIUS) >= DUPLICATE
 
     def pillar(f):  # scaled into a wider frame, grey bars left and right
         canvas = np.full((H, 240, 3), 60, np.uint8)
         canvas[:, 40:200] = f
         return canvas
-    assert video_similarity(sig_a, video_frames(encode([pillar(f) for f in frames_a]))) >= DUPLICATE
+    assert video_similarity(sig_a, video_frames(encode([pillar(f) for f in frames_a]), **LIMITS), RADIUS) >= DUPLICATE
 
 
 # --------------------------------------------------------------------------------------
@@ -197,15 +217,15 @@ def test_letterboxed_and_pillarboxed_copies(sig_a, frames_a):
 
 
 def test_other_clip_does_not_match(sig_a, photos):
-    other = video_frames(encode(clip(photos["rocket"], photos["camera"])))
-    assert video_similarity(sig_a, other) <= DISTINCT
-    assert video_similarity(other, sig_a) <= DISTINCT
+    other = video_frames(encode(clip(photos["rocket"], photos["camera"])), **LIMITS)
+    assert video_similarity(sig_a, other, RADIUS) <= DISTINCT
+    assert video_similarity(other, sig_a, RADIUS) <= DISTINCT
 
 
 def test_reversed_clip_does_not_match(sig_a, frames_a):
     # The same frames in reverse order: matching is in temporal order, not a bag of frames.
-    rev = video_frames(encode(frames_a[::-1]))
-    assert video_similarity(sig_a, rev) <= DISTINCT
+    rev = video_frames(encode(frames_a[::-1]), **LIMITS)
+    assert video_similarity(sig_a, rev, RADIUS) <= DISTINCT
 
 
 def test_same_still_with_other_motion(photos):
@@ -214,24 +234,26 @@ def test_same_still_with_other_motion(photos):
     picture, for the image signal to judge), and the pan and the zoom share only the frames
     near the full view. Against its own re-encode the still scores on its one frame: 1.0."""
     p = photos["chelsea"]
-    still = video_frames(encode([view(p, 0.5, 0.5, 0.8)] * 75))
-    pan = video_frames(encode([view(p, 0.3 + 0.4 * i / 75, 0.5, 0.8) for i in range(75)]))
-    zoom = video_frames(encode([view(p, 0.5, 0.5, 1.0 - 0.5 * i / 75) for i in range(75)]))
-    again = video_frames(encode([view(p, 0.5, 0.5, 0.8)] * 50, codec="mpeg4", bit_rate=80_000))
-    assert still.distinct == 1 and pan.distinct >= 2 and zoom.distinct >= 3
-    assert video_match(still, pan).pairs.shape[0] >= 1  # the picture is found...
-    assert video_similarity(still, pan) <= 0.5 + 1e-9  # ...but is no video copy
-    assert video_similarity(still, zoom) <= 1 / V.MIN_DISTINCT + 1e-9
-    assert video_similarity(pan, zoom) <= DISTINCT
-    assert video_similarity(still, again) == 1.0
+    still = video_frames(encode([view(p, 0.5, 0.5, 0.8)] * 75), **LIMITS)
+    pan = video_frames(encode([view(p, 0.3 + 0.4 * i / 75, 0.5, 0.8) for i in range(75)]), **LIMITS)
+    zoom = video_frames(encode([view(p, 0.5, 0.5, 1.0 - 0.5 * i / 75) for i in range(75)]), **LIMITS)
+    again = video_frames(encode([view(p, 0.5, 0.5, 0.8)] * 50, codec="mpeg4", bit_rate=80_000), **LIMITS)
+    assert still.distinct(RADIUS) == 1 and pan.distinct(RADIUS) >= 2 and zoom.distinct(RADIUS) >= 3
+    assert video_match(still, pan, RADIUS).pairs.shape[0] >= 1  # the picture is found...
+    assert video_similarity(still, pan, RADIUS) <= 0.5 + 1e-9  # ...but is no video copy
+    assert video_similarity(still, zoom, RADIUS) <= 1 / V.MIN_DISTINCT + 1e-9
+    assert video_similarity(pan, zoom, RADIUS) <= DISTINCT
+    assert video_similarity(still, again, RADIUS) == 1.0
 
 
 def test_fades_to_black_do_not_match(photos):
     black = [np.zeros((H, W, 3), np.uint8)] * 30
-    a = video_frames(encode(black + [view(photos["rocket"], 0.3 + 0.01 * i, 0.5, 0.6) for i in range(40)] + black))
-    b = video_frames(encode(black + [view(photos["camera"], 0.3 + 0.01 * i, 0.5, 0.6) for i in range(40)] + black))
+    a = video_frames(encode(black + [view(photos["rocket"], 0.3 + 0.01 * i, 0.5, 0.6) for i in range(40)] + black),
+                     **LIMITS)
+    b = video_frames(encode(black + [view(photos["camera"], 0.3 + 0.01 * i, 0.5, 0.6) for i in range(40)] + black),
+                     **LIMITS)
     assert a.blank == b.blank == 60
-    assert video_similarity(a, b) == 0.0
+    assert video_similarity(a, b, RADIUS) == 0.0
 
 
 def test_monotone_alignment_allows_gaps_and_keeps_order():
@@ -249,10 +271,10 @@ def test_monotone_alignment_allows_gaps_and_keeps_order():
 def test_versions_never_compared(sig_a):
     other = VideoFrames(**{**sig_a.__dict__, "version": V.video_version(2.0)})
     with pytest.raises(ValueError):
-        video_similarity(sig_a, other)
+        video_similarity(sig_a, other, RADIUS)
     empty = VideoFrames(**{**sig_a.__dict__, "codes": sig_a.codes[:0], "mirrored": sig_a.codes[:0],
                            "times": sig_a.times[:0]})
-    assert video_similarity(sig_a, empty) == 0.0
+    assert video_similarity(sig_a, empty, RADIUS) == 0.0
 
 
 # --------------------------------------------------------------------------------------
@@ -262,7 +284,7 @@ def test_versions_never_compared(sig_a):
 
 def _reason(source, **kw) -> str:
     with pytest.raises(VideoError) as exc:
-        video_frames(source, **kw)
+        video_frames(source, **{**LIMITS, **kw})
     return exc.value.reason
 
 
@@ -288,10 +310,10 @@ def test_truncated_file_gives_the_frames_it_has(tmp_path, frames_a, sig_a, fmt, 
     whole = encode(frames_a, fmt=fmt, path=tmp_path / f"a.{suffix}")
     cut = tmp_path / f"cut.{suffix}"
     cut.write_bytes(whole[: len(whole) * 6 // 10])
-    s = video_frames(cut)
+    s = video_frames(cut, **LIMITS)
     assert s.partial and "truncated" in s.note
     assert 0 < s.decoded < 100 and s.duration < 3.5 and len(s) >= 2
-    assert video_similarity(sig_a, s) >= DUPLICATE  # what it has is the original's start
+    assert video_similarity(sig_a, s, RADIUS) >= DUPLICATE  # what it has is the original's start
     # Cut before the first frame: nothing to give.
     head = tmp_path / f"head.{suffix}"
     head.write_bytes(whole[:2000])
@@ -301,7 +323,7 @@ def test_truncated_file_gives_the_frames_it_has(tmp_path, frames_a, sig_a, fmt, 
 @pytest.mark.parametrize("codec,fmt,sample_fmt", [("aac", "mp4", "fltp"), ("mp2", "matroska", "s16")])
 def test_audio_only_has_no_video_stream(codec, fmt, sample_fmt):
     with pytest.raises(VideoError) as exc:
-        video_frames(audio_only(codec, fmt, sample_fmt))
+        video_frames(audio_only(codec, fmt, sample_fmt), **LIMITS)
     assert exc.value.reason == "no_video_stream" and "audio" in exc.value.detail
 
 
@@ -312,5 +334,5 @@ def test_limits(blob_a, frames_a):
     # A stream that declares no duration (raw H.264) is stopped while decoding.
     raw = encode(frames_a, fmt="h264")
     assert _reason(raw, max_seconds=2.0) == "video_too_long"
-    capped = video_frames(blob_a, max_frames=3)
+    capped = video_frames(blob_a, max_frames=3, **LIMITS)
     assert len(capped) == 3 and capped.partial and "max_frames" in capped.note

@@ -9,15 +9,28 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mmdedup.config import Settings
 from mmdedup.extract import web
+from mmdedup.extract.hashing import hash_strings
+from mmdedup.extract.minhash import jaccard
+from mmdedup.extract.normalize import normalize
 from mmdedup.extract.simhash import hamming
-from mmdedup.extract.text import hash_strings, normalize
 
 DATA = Path(__file__).parent / "data" / "web"
+SETTINGS = Settings()
+# The limits as the ingest passes them.
+TREE_LIMITS = {"max_chars": SETTINGS.max_page_chars, "max_depth": SETTINGS.max_page_depth}
+PAGE_LIMITS = {"max_bytes": SETTINGS.max_file_bytes, **TREE_LIMITS}
+BLOCK_MIN = (SETTINGS.block_min_pages, SETTINGS.block_min_share)
 
 
 def read(name: str) -> bytes:
     return (DATA / name).read_bytes()
+
+
+def main_content(html: str) -> web.Page:
+    """`web.main_content` of a page parsed as the ingest parses it."""
+    return web.main_content(web.parse(html, **TREE_LIMITS))
 
 
 def zh_text() -> str:
@@ -32,14 +45,14 @@ def test_gbk_bytes_declared_utf8_fall_back_to_detection():
     data = page.encode("gbk")
     with pytest.raises(UnicodeDecodeError):
         data.decode("utf-8")
-    assert web.decode_html(data, "utf-8") == page
+    assert web.decode_charset(data, "utf-8")[0] == page
     text, charset = web.decode_charset(data, "UTF-8")
     assert text == page and charset == "gb18030"
 
 
 def test_utf8_bytes_declared_latin1_are_read_as_utf8():
     page = zh_text()
-    assert web.decode_html(page.encode("utf-8"), "iso-8859-1") == page
+    assert web.decode_charset(page.encode("utf-8"), "iso-8859-1")[0] == page
     en = '<html><head><meta charset="iso-8859-1"></head><body><p>Caf\u00e9 cr\u00e8me \u2013 na\u00efve</p></body></html>'
     assert web.decode_charset(en.encode("utf-8"))[0] == en
 
@@ -89,16 +102,16 @@ def test_http_charset_outranks_meta_when_both_decode():
 @pytest.mark.parametrize("data", [random.Random(7).randbytes(3000), b"\x00\x01\x02\x03" * 200])
 def test_undecodable_bytes_raise_a_clear_error(data):
     with pytest.raises(web.DecodeError) as err:
-        web.decode_html(data)
+        web.decode_charset(data)
     assert err.value.reason == "undecodable_page"
     assert isinstance(err.value, web.PageError)
     with pytest.raises(web.PageError):
-        web.extract_page(data)
+        web.extract_page(data, **PAGE_LIMITS)
 
 
 def test_decode_refuses_str():
     with pytest.raises(TypeError):
-        web.decode_html("<html></html>")  # type: ignore[arg-type]
+        web.decode_charset("<html></html>")  # type: ignore[arg-type]
 
 
 # --- parsing limits --------------------------------------------------------------------
@@ -108,7 +121,7 @@ def test_xml_bomb_is_refused_quickly():
     data = read("xml_bomb.xhtml")
     start = time.perf_counter()
     with pytest.raises(web.PageError) as err:
-        web.extract_page(data)
+        web.extract_page(data, **PAGE_LIMITS)
     assert err.value.reason == "malformed_page"
     assert "entit" in err.value.detail
     assert time.perf_counter() - start < 2
@@ -129,12 +142,12 @@ def test_html_parser_itself_never_expands_dtd_entities():
     root = lxml_html.document_fromstring(quad, parser=web._parser())
     assert len(root.find(".//body").text_content()) < 400_000
     with pytest.raises(web.PageError) as err:
-        web.parse(quad)
+        web.parse(quad, **TREE_LIMITS)
     assert err.value.reason == "malformed_page"
 
 
 def test_xhtml_with_xml_declaration_parses():
-    signals = web.extract_page(read("xhtml_page.xhtml"))
+    signals = web.extract_page(read("xhtml_page.xhtml"), **PAGE_LIMITS)
     assert "highest tides expected in the last week of March" in signals.text
     assert signals.title == "Tide tables for the spring season"
     assert signals.tag_paths[0] == "html"
@@ -145,43 +158,43 @@ def test_over_deep_tree_is_refused_without_hanging():
     page = ("<html><body>" + "<div>" * n + "deep" + "</div>" * n + "</body></html>").encode()
     start = time.perf_counter()
     with pytest.raises(web.PageError) as err:
-        web.extract_page(page)
+        web.extract_page(page, **PAGE_LIMITS)
     assert err.value.reason == "page_too_deep"
     assert time.perf_counter() - start < 5
     # libxml2 stops at depth 256 and keeps a truncated tree: that is refused too, not kept.
     with pytest.raises(web.PageError) as err:
-        web.parse(page.decode(), max_depth=10_000)
+        web.parse(page.decode(), max_chars=SETTINGS.max_page_chars, max_depth=10_000)
     assert err.value.reason == "page_too_deep" and "parser limit" in err.value.detail
     # Our own limit, below libxml2's 256.
     mid = "<html><body>" + "<div>" * 210 + "x" + "</div>" * 210 + "</body></html>"
     with pytest.raises(web.PageError) as err:
-        web.parse(mid)
+        web.parse(mid, **TREE_LIMITS)
     assert err.value.reason == "page_too_deep" and "> 200" in err.value.detail
-    assert web.parse(mid, max_depth=220) is not None
+    assert web.parse(mid, max_chars=SETTINGS.max_page_chars, max_depth=220) is not None
     with pytest.raises(web.PageError):
-        web.parse(mid.replace("<div>" * 210, "<div>" * 150), max_depth=100)
+        web.parse(mid.replace("<div>" * 210, "<div>" * 150), max_chars=SETTINGS.max_page_chars, max_depth=100)
     # The parser is reused: its error log from the failure must not leak into the next page.
-    assert web.parse(read("en_a1.html").decode()).find(".//h1") is not None
+    assert web.parse(read("en_a1.html").decode(), **TREE_LIMITS).find(".//h1") is not None
 
 
 def test_size_limits():
     with pytest.raises(web.PageError) as err:
-        web.parse("<p>" + "x" * 2000 + "</p>", max_chars=1000)
+        web.parse("<p>" + "x" * 2000 + "</p>", max_chars=1000, max_depth=SETTINGS.max_page_depth)
     assert err.value.reason == "page_too_large"
     with pytest.raises(web.PageError) as err:
-        web.extract_page(read("en_a1.html"), max_bytes=1000)
+        web.extract_page(read("en_a1.html"), **{**PAGE_LIMITS, "max_bytes": 1000})
     assert err.value.reason == "page_too_large"
 
 
 @pytest.mark.parametrize("data", [b"", b"   \n\t  "])
 def test_empty_input(data):
     with pytest.raises(web.PageError) as err:
-        web.extract_page(data)
+        web.extract_page(data, **PAGE_LIMITS)
     assert err.value.reason == "empty_page"
 
 
 def test_broken_markup_still_gives_text_and_paths():
-    signals = web.extract_page(read("broken.html"))
+    signals = web.extract_page(read("broken.html"), **PAGE_LIMITS)
     assert "old lighthouse on the northern pier" in signals.text
     assert "lantern room has been repaired" in signals.text
     assert len(signals.tag_paths) > 10
@@ -189,16 +202,16 @@ def test_broken_markup_still_gives_text_and_paths():
 
 def test_control_characters_and_garbage_do_not_break_parsing():
     page = "<html><body><p>Nul\x00 bytes\x01 and \x1b escapes in a paragraph</p>\ufffd\ufffd</body></html>"
-    root = web.parse(page)
+    root = web.parse(page, **TREE_LIMITS)
     assert "Nul bytes and  escapes" in root.text_content()
-    assert web.parse("just some text, no markup at all").find(".//body") is not None
+    assert web.parse("just some text, no markup at all", **TREE_LIMITS).find(".//body") is not None
 
 
 # --- main content ----------------------------------------------------------------------
 
 
 def test_english_article_main_content():
-    page = web.main_content(read("en_a1.html").decode())
+    page = main_content(read("en_a1.html").decode())
     assert page.title == "City council approves harbour flood barrier"
     assert page.date == "2024-03-05"
     assert not page.used_fallback
@@ -210,7 +223,7 @@ def test_english_article_main_content():
 
 
 def test_chinese_article_main_content():
-    page = web.main_content(zh_text())
+    page = main_content(zh_text())
     assert page.title == "我市新建三座城市公园 市民休闲有了好去处"
     assert page.date == "2024-05-20"
     assert "新增绿地面积约四十二公顷" in page.text
@@ -220,7 +233,7 @@ def test_chinese_article_main_content():
 
 
 def test_page_without_main_content_gives_empty_text():
-    page = web.main_content(read("no_content.html").decode())
+    page = main_content(read("no_content.html").decode())
     assert page.text == ""
     assert page.used_fallback
     assert page.title and "Page not found" in page.title
@@ -230,7 +243,7 @@ def test_fallback_when_trafilatura_finds_nothing(monkeypatch):
     import trafilatura
 
     monkeypatch.setattr(trafilatura, "bare_extraction", lambda *a, **k: None)
-    page = web.main_content(read("en_a1.html").decode())
+    page = main_content(read("en_a1.html").decode())
     assert page.used_fallback
     assert page.title == "City council approves harbour flood barrier"  # og:title, not <title> with the site name
     lines = page.text.splitlines()
@@ -249,7 +262,7 @@ def test_a_crash_inside_trafilatura_or_htmldate_falls_back(monkeypatch):
 
     monkeypatch.setattr(trafilatura, "bare_extraction", boom)
     monkeypatch.setattr(htmldate, "find_date", boom)
-    page = web.main_content(read("en_a2.html").decode())
+    page = main_content(read("en_a2.html").decode())
     assert page.used_fallback and page.date is None
     assert "family bakery that began selling sourdough" in page.text
 
@@ -258,7 +271,7 @@ def test_fallback_keeps_a_wrapper_whose_class_sounds_like_boilerplate(monkeypatc
     import trafilatura
 
     monkeypatch.setattr(trafilatura, "bare_extraction", lambda *a, **k: None)
-    page = web.main_content(
+    page = main_content(
         '<html><body class="has-sidebar"><div class="layout-with-ads"><div class="nav">Home | News</div>'
         "<p>The only paragraph of this short notice says the library is closed on Monday.</p>"
         '<div class="ad-box">Buy now</div></div></body></html>')
@@ -269,25 +282,18 @@ def test_fallback_keeps_a_wrapper_whose_class_sounds_like_boilerplate(monkeypatc
 def test_deep_but_allowed_page_goes_through_trafilatura():
     paras = "<p>A paragraph deep inside a heavily nested layout, long enough to count as text.</p>" * 5
     page = ("<html><body>" + "<div>" * 190 + paras + "</div>" * 190 + "</body></html>").encode()
-    signals = web.extract_page(page)
+    signals = web.extract_page(page, **PAGE_LIMITS)
     assert "heavily nested layout" in signals.text
     assert max(p.count("/") for p in signals.tag_paths) == 192
 
 
 def test_extract_page_returns_all_signals():
-    signals = web.extract_page(read("zh_gbk_nometa.html"))
+    signals = web.extract_page(read("zh_gbk_nometa.html"), **PAGE_LIMITS)
     assert isinstance(signals, web.PageSignals)
     assert signals.charset == "gb18030"
     assert "城南公园附近的居民" in signals.text
     assert signals.date == "2024-05-20"
     assert signals.tag_paths[:2] == ["html", "html/head"]
-
-
-def test_extract_pages_keeps_going_past_bad_items():
-    out = web.extract_pages([(read("en_a1.html"), None), (read("xml_bomb.xhtml"), None),
-                             (b"", None), (read("zh_news.html"), "utf-8")])
-    assert isinstance(out[0], web.PageSignals) and isinstance(out[3], web.PageSignals)
-    assert [o.reason for o in out[1:3]] == ["malformed_page", "empty_page"]
 
 
 # --- repeated blocks ------------------------------------------------------------------
@@ -303,8 +309,8 @@ def test_block_hashes_are_of_normalised_lines():
 
 
 def test_drop_repeated_removes_site_boilerplate_and_keeps_articles():
-    a1 = web.main_content(read("en_a1.html").decode()).text
-    a2 = web.main_content(read("en_a2.html").decode()).text
+    a1 = main_content(read("en_a1.html").decode()).text
+    a2 = main_content(read("en_a2.html").decode()).text
     stats = web.BlockStats()
     stats.add("harbor", web.block_hashes(a1))
     stats.add("harbor", web.block_hashes(a2))
@@ -312,12 +318,12 @@ def test_drop_repeated_removes_site_boilerplate_and_keeps_articles():
         stats.add("harbor", web.block_hashes(
             f"Paragraph {i} of another story.\nRead more: How other coastal towns are preparing for rising seas\n"
             "Independent local journalism needs your support. Subscribe today from 1 pound a week."))
-    cleaned = web.drop_repeated(a1, stats.checker("harbor"))
+    cleaned = web.drop_repeated(a1, stats.checker("harbor", *BLOCK_MIN))
     assert "Read more" not in cleaned and "Subscribe today" not in cleaned
     assert cleaned.splitlines() == a1.splitlines()[:-2]
     # Another site has never seen these blocks: nothing is common there.
-    assert web.drop_repeated(a1, stats.checker("northwind")) == a1
-    assert not stats.common("northwind", web.block_hashes(a1)).any()
+    assert web.drop_repeated(a1, stats.checker("northwind", *BLOCK_MIN)) == a1
+    assert not stats.common("northwind", web.block_hashes(a1), *BLOCK_MIN).any()
 
 
 def test_block_stats_guards_min_pages_and_min_share():
@@ -327,13 +333,13 @@ def test_block_stats_guards_min_pages_and_min_share():
         stats.add("big", story)
     for i in range(95):
         stats.add("big", web.block_hashes(f"unique page {i}"))
-    assert not stats.common("big", story)[0]  # 5 of 100 pages: a duplicate, not boilerplate
+    assert not stats.common("big", story, min_pages=5, min_share=0.2)[0]  # 5 of 100 pages: a duplicate
     assert stats.common("big", story, min_pages=5, min_share=0.05)[0]
     small = web.BlockStats()
     for _ in range(3):
         small.add("tiny", story)
-    assert not small.common("tiny", story)[0]  # on every page, but only 3 pages seen
-    assert small.common("tiny", story, min_pages=3)[0]
+    assert not small.common("tiny", story, min_pages=5, min_share=0.2)[0]  # on every page, but only 3 pages seen
+    assert small.common("tiny", story, min_pages=3, min_share=0.2)[0]
     stats.add("big", story + story)  # repeats within a page count once
     assert stats.freq["big"][story[0]] == 6
 
@@ -348,7 +354,7 @@ def test_drop_repeated_checks_the_callable_shape():
 
 
 def paths_of(html: str) -> list[str]:
-    return web.tag_paths(web.parse(html))
+    return web.tag_paths(web.parse(html, **TREE_LIMITS))
 
 
 def test_tag_paths_strip_digits_and_keep_two_tokens():
@@ -366,26 +372,25 @@ def test_tag_paths_strip_digits_and_keep_two_tokens():
 
 
 def test_tag_paths_are_capped():
-    tree = web.parse("<html><body><ul>" + "<li>x</li>" * 500 + "</ul></body></html>")
+    tree = web.parse("<html><body><ul>" + "<li>x</li>" * 500 + "</ul></body></html>", **TREE_LIMITS)
     assert len(web.tag_paths(tree)) == 503  # html, body, ul, 500 li
     assert web.tag_paths(tree, max_paths=50) == web.tag_paths(tree)[:50]
 
 
 def test_dom_similarity_same_template_high_cross_template_low():
-    pages = [web.extract_page(read(n)).tag_paths
+    pages = [web.extract_page(read(n), **PAGE_LIMITS).tag_paths
              for n in ("en_a1.html", "en_a2.html", "en_b1.html", "zh_news.html")]
     simhash, minhash = web.dom_sketch(pages)
     assert simhash.dtype == np.uint64 and simhash.shape == (4,)
     assert minhash.dtype == np.uint32 and minhash.shape == (4, web.DOM_PERM)
-    same = web.dom_similarity(minhash[0], minhash[1])
-    assert isinstance(same, float) and same >= 0.8
+    assert jaccard(minhash[0], minhash[1]) >= 0.8  # the `dom` signal (web_stage.dom_signal)
     for j in (2, 3):
-        assert web.dom_similarity(minhash[0], minhash[j]) <= 0.2
-    assert web.dom_similarity(minhash[2], minhash[3]) <= 0.2
-    assert web.dom_similarity(minhash[0], minhash[0]) == 1.0
+        assert jaccard(minhash[0], minhash[j]) <= 0.2
+    assert jaccard(minhash[2], minhash[3]) <= 0.2
+    assert jaccard(minhash[0], minhash[0]) == 1.0
     bits = hamming(simhash[[0, 0, 0]], simhash[[1, 2, 3]])
     assert bits[0] < min(bits[1], bits[2])
-    rows = web.dom_similarity(minhash[[0, 0]], minhash[[1, 2]])
+    rows = jaccard(minhash[[0, 0]], minhash[[1, 2]])
     assert rows.shape == (2,) and rows[0] > rows[1]
 
 
@@ -398,8 +403,8 @@ def test_dom_similarity_tolerates_a_different_article_length():
     other = paths_of('<html><body><table class="layout"><tr><td class="c">' + "<p>a</p>" * 3
                      + "</td></tr></table></body></html>")
     _, mh = web.dom_sketch([short, long, other])
-    assert web.dom_similarity(mh[0], mh[1]) >= 0.6
-    assert web.dom_similarity(mh[0], mh[2]) <= 0.3
+    assert jaccard(mh[0], mh[1]) >= 0.6
+    assert jaccard(mh[0], mh[2]) <= 0.3
 
 
 def test_dom_features_match_a_naive_computation():
@@ -411,7 +416,7 @@ def test_dom_features_match_a_naive_computation():
     assert len(set(feats.doc(0)[3:].tolist()) - set(h.tolist())) == 2  # two pair features
     simhash, minhash = web.dom_sketch(pages)
     assert simhash[1] == 0 and (minhash[1] == 0xFFFFFFFF).all()
-    assert web.dom_similarity(minhash[1], minhash[1]) == 0.0  # empty is never similar
+    assert jaccard(minhash[1], minhash[1]) == 0.0  # empty is never similar
     s0, m0 = web.dom_sketch([])
     assert s0.shape == (0,) and m0.shape == (0, web.DOM_PERM)
 

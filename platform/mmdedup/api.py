@@ -153,8 +153,8 @@ class Platform:
         `clip_text_cosine`). `meta` keeps items whose meta has those values;
         `since`/`until` keep items ingested in that window."""
         if html is not None:
-            page = extract_page(_read(html), max_chars=self.settings.max_page_chars,
-                                max_depth=self.settings.max_page_depth)
+            page = extract_page(_read(html), max_bytes=self.settings.max_file_bytes,
+                                max_chars=self.settings.max_page_chars, max_depth=self.settings.max_page_depth)
             text = "\n".join(t for t in (text, page.text) if t and t.strip())
         if text is not None and not text.strip():
             raise ValueError("the query text is empty")

@@ -46,8 +46,13 @@ import imagehash
 import numpy as np
 from PIL import Image, ImageDraw, ImageEnhance, ImageFont
 
+from mmdedup.config import Settings
+from mmdedup.signals.image import ImageSettings
 from mmdedup.extract import image as mi
 from mmdedup.extract.simhash import hamming
+
+SETTINGS = Settings()
+MAX_PIXELS = SETTINGS.max_image_pixels  # the decoding limit, as the ingest passes it
 
 EDITS = ("resize50", "jpeg20", "crop5", "crop12", "rotate3", "mirror", "bright30", "grey",
          "watermark", "border", "letterbox")
@@ -167,7 +172,7 @@ def pdq_codes(blobs: list[bytes]) -> np.ndarray | None:
         return None
     out = np.zeros((len(blobs), 8, 256), bool)
     for i, b in enumerate(blobs):
-        pic = mi.prepare(mi.load_image(b, draft_side=mi.WORK_SIDE))
+        pic = mi.prepare(mi.load_image(b, MAX_PIXELS, draft_side=mi.WORK_SIDE))
         vectors, _ = pdqhash.compute_dihedral(np.asarray(pic))
         out[i] = np.stack(vectors).astype(bool)
     return out
@@ -175,7 +180,7 @@ def pdq_codes(blobs: list[bytes]) -> np.ndarray | None:
 
 def distances(queries: list[bytes], stored: list[bytes]) -> dict[str, np.ndarray]:
     """method -> int (nq, ns) distance matrix."""
-    q, s = mi.image_codes(queries), mi.image_codes(stored)
+    q, s = mi.image_codes(queries, MAX_PIXELS), mi.image_codes(stored, MAX_PIXELS)
     assert q.ok.all() and s.ok.all(), [e for e in q.errors + s.errors if e]
     base_q, base_s = baseline_codes(queries), baseline_codes(stored)
     out = {"baseline": hamming(base_q[:, None], base_s[None, :]).astype(int)}
@@ -196,7 +201,7 @@ def distances(queries: list[bytes], stored: list[bytes]) -> dict[str, np.ndarray
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threshold", type=int, default=mi.MATCH_DISTANCE,
+    ap.add_argument("--threshold", type=int, default=ImageSettings().radius,
                     help="match at Hamming distance <= this (64-bit codes; PDQ uses 31/256)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
@@ -263,7 +268,7 @@ def main() -> None:
     # Speed: decode + hash, one process, the same bytes.
     blobs = stored + queries
     t0 = time.perf_counter()
-    mi.image_codes(blobs)
+    mi.image_codes(blobs, MAX_PIXELS)
     t1 = time.perf_counter()
     baseline_codes(blobs)
     t2 = time.perf_counter()

@@ -61,6 +61,7 @@ from image_quality import edit, encode, originals  # noqa: E402
 from text_quality import make_vocab, zipf_words  # noqa: E402
 
 from mmdedup import Platform  # noqa: E402
+from mmdedup.config import Settings  # noqa: E402
 from mmdedup.signals.image import ImageSettings  # noqa: E402
 from mmdedup.extract import image as mi  # noqa: E402
 
@@ -88,7 +89,7 @@ def picture_pool(distinct: int):
                     tile = pic.crop((i * w // g, j * h // g, (i + 1) * w // g, (j + 1) * h // g))
                     if min(tile.size) >= 64:
                         cands.append((f"{name}-{g}x{g}-{i}{j}", tile))
-    codes = mi.image_codes([encode(p) for _, p in cands])
+    codes = mi.image_codes([encode(p) for _, p in cands], Settings().max_image_pixels)
     dist = mi.image_distance(codes, codes)
     dist = np.minimum(dist, dist.T)
     kept: list[int] = []
@@ -336,7 +337,7 @@ def main() -> None:
     # Misses and miscalls of fusion, by the edit behind them, with the image distance the
     # image signal gives the pair (computed here from the same picture bytes): a pair the
     # signal puts within the match radius but that was not found was never a candidate.
-    codes = mi.image_codes([pictures[i] for i in ids])
+    codes = mi.image_codes([pictures[i] for i in ids], Settings().max_image_pixels)
     row = {i: r for r, i in enumerate(ids)}
     radius = ImageSettings().radius
 

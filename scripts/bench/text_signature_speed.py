@@ -43,9 +43,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "platform"))
 
 from mmdedup.extract.minhash import MinHash, WeightedMinHash  # noqa: E402
 from mmdedup.extract.simhash import simhash64  # noqa: E402
-from mmdedup.extract import text as text_mod  # noqa: E402
-from mmdedup.extract.text import (  # noqa: E402
-    collapse_terms, hash_texts, hash_tokens, tokenize, tokenize_many)
+from mmdedup.extract import normalize as normalize_mod  # noqa: E402
+from mmdedup.extract import tokens as tokens_mod  # noqa: E402
+from mmdedup.extract.ascii_tokens import hash_texts  # noqa: E402
+from mmdedup.extract.hashing import hash_tokens  # noqa: E402
+from mmdedup.extract.tokenbatch import collapse_terms  # noqa: E402
+from mmdedup.extract.tokens import tokenize, tokenize_many  # noqa: E402
 
 VOCAB = 6000
 DOC_TOKENS = 400
@@ -79,23 +82,23 @@ def english_texts(n: int = 100, words: int = 400) -> list[str]:
 
 
 def _normalize_before(text: str) -> str:
-    text = " ".join(unicodedata.normalize("NFKC", text).translate(text_mod._PUNCT_FOLD).casefold().split())
-    return text_mod._SPACE_NEAR_CJK.sub("", text) if text_mod._ANY_CJK.search(text) else text
+    text = " ".join(unicodedata.normalize("NFKC", text).translate(normalize_mod._PUNCT_FOLD).casefold().split())
+    return normalize_mod._SPACE_NEAR_CJK.sub("", text) if normalize_mod._ANY_CJK.search(text) else text
 
 
 def _clean_before(text: str) -> str:
-    text = _normalize_before(text_mod._unmark(text))
-    if text_mod._has_link(text):
-        text = _normalize_before(text_mod._EMAIL.sub(" ", text_mod._URL.sub(" ", text)))
+    text = _normalize_before(normalize_mod._unmark(text))
+    if normalize_mod._has_link(text):
+        text = _normalize_before(normalize_mod._EMAIL.sub(" ", normalize_mod._URL.sub(" ", text)))
     return text
 
 
 def tokenize_by_definition(text: str) -> list[str]:
     tokens: list[str] = []
-    for match in text_mod._TOKEN.finditer(_clean_before(text)):
+    for match in tokens_mod._TOKEN.finditer(_clean_before(text)):
         han = match.group("han")
-        tokens.extend(text_mod._cut_han(han) if han is not None else [match.group()])
-    return [t for t in tokens if t not in text_mod.STOP_WORDS]
+        tokens.extend(tokens_mod._cut_han(han) if han is not None else [match.group()])
+    return [t for t in tokens if t not in tokens_mod.STOP_WORDS]
 
 
 def hash_texts_speed(repeat: int) -> tuple[float, float]:

@@ -46,11 +46,14 @@ import numpy as np
 from PIL import Image
 from skimage import data
 
+from mmdedup.config import Settings
+from mmdedup.signals.video import VideoSettings
 from mmdedup.extract import video as V
-from mmdedup.extract.video import (MATCH_RADIUS, VIDEO_VERSION, VideoFrames, video_frames,
-                                   video_similarity)
+from mmdedup.extract.video import VIDEO_VERSION, VideoFrames, video_frames, video_similarity
 
 W, H, FPS = 320, 180, 25
+SETTINGS = Settings()
+LIMITS = {"max_seconds": SETTINGS.max_video_seconds, "max_bytes": SETTINGS.max_file_bytes}  # as the ingest passes them
 VARIANTS = ("lowrate", "scale50", "trim0.5", "trim3", "fps15", "mirror", "letterbox", "boxed",
             "combo")
 
@@ -223,7 +226,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--clips", type=int, default=10)
     ap.add_argument("--threshold", type=float, default=0.6)
-    ap.add_argument("--radius", type=int, default=MATCH_RADIUS)
+    ap.add_argument("--radius", type=int, default=VideoSettings().frame_radius)
     args = ap.parse_args()
     rng = np.random.default_rng(args.seed)
     pics = photos()
@@ -256,14 +259,17 @@ def main() -> None:
 
     sources = [blobs[(c, "source")] for c in range(args.clips)]
     timings = {}
-    for name, fn in (("PyAV decode only (threaded)", bare), ("video_frames (decode + signature)", video_frames)):
+    def signature(blob: bytes) -> VideoFrames:
+        return video_frames(blob, **LIMITS)
+
+    for name, fn in (("PyAV decode only (threaded)", bare), ("video_frames (decode + signature)", signature)):
         cpu, wall = time.process_time(), time.perf_counter()
         for blob in sources:
             fn(blob)
         timings[name] = (time.process_time() - cpu, time.perf_counter() - wall)
 
-    sigs = {key: video_frames(blob) for key, blob in blobs.items()}
-    hsigs = {key: video_frames(blob) for key, blob in hard.items()}
+    sigs = {key: signature(blob) for key, blob in blobs.items()}
+    hsigs = {key: signature(blob) for key, blob in hard.items()}
 
     def sim(x, y) -> float:
         return video_similarity(sigs[x], sigs[y], radius=args.radius)
@@ -309,7 +315,8 @@ def main() -> None:
     for i, x in enumerate(names):
         for y in names[i + 1:]:
             print(f"| {x} vs {y} | {video_similarity(hsigs[x], hsigs[y], radius=args.radius):.3f} | "
-                  f"{len(hsigs[x])} / {len(hsigs[y])} | {hsigs[x].distinct} / {hsigs[y].distinct} |")
+                  f"{len(hsigs[x])} / {len(hsigs[y])} | "
+                  f"{hsigs[x].distinct(args.radius)} / {hsigs[y].distinct(args.radius)} |")
 
     # Baseline: a fixed 1 fps grid, same hashes, same similarity.
     grid = {key: grid_frames(blob) for key, blob in blobs.items() if key[1] != "re-edit"}

@@ -42,14 +42,18 @@ from pathlib import Path
 import numpy as np
 from lxml import html as lxml_html
 
+from mmdedup.config import Settings
 from mmdedup.extract import web
+from mmdedup.extract.hashing import hash_tokens
+from mmdedup.extract.minhash import jaccard
 from mmdedup.extract.simhash import hamming, simhash64
-from mmdedup.extract.text import hash_tokens, tokenize_many
 from mmdedup.extract.term_weights import prior_model
 from mmdedup.extract.text_sketches import TextSigner, similarity
+from mmdedup.extract.tokens import tokenize_many
 
 THRESHOLDS = (("weak", 0.45), ("medium", 0.55), ("strong", 0.65))
 CASES = ("cross", "date", "ad")
+SETTINGS = Settings()  # the limits and block thresholds as the ingest passes them
 
 # --------------------------------------------------------------------------------------
 # Corpus
@@ -414,7 +418,8 @@ def main() -> None:
 
     # Extraction (and speed).
     t0 = time.perf_counter()
-    signals = [web.extract_page(p[1]) for p in pages]
+    signals = [web.extract_page(p[1], max_bytes=SETTINGS.max_file_bytes, max_chars=SETTINGS.max_page_chars,
+                                max_depth=SETTINGS.max_page_depth) for p in pages]
     t_ours = time.perf_counter() - t0
     import trafilatura
 
@@ -433,7 +438,8 @@ def main() -> None:
     stats = web.BlockStats()
     for s, sig in zip(site, signals):
         stats.add(str(s), web.block_hashes(sig.text))
-    dropped = [web.drop_repeated(sig.text, stats.checker(str(s))) for s, sig in zip(site, signals)]
+    checker = lambda s: stats.checker(str(s), SETTINGS.block_min_pages, SETTINGS.block_min_share)  # noqa: E731
+    dropped = [web.drop_repeated(sig.text, checker(s)) for s, sig in zip(site, signals)]
 
     i, j = all_pairs(n)
     truth = body[i] == body[j]
@@ -465,7 +471,7 @@ def main() -> None:
     _, mh = web.dom_sketch([s.tag_paths for s in signals])
     dom = np.empty(len(i))
     for lo in range(0, len(i), 50_000):
-        dom[lo:lo + 50_000] = web.dom_similarity(mh[i[lo:lo + 50_000]], mh[j[lo:lo + 50_000]])
+        dom[lo:lo + 50_000] = jaccard(mh[i[lo:lo + 50_000]], mh[j[lo:lo + 50_000]])
 
     n_en = int(np.char.startswith(body, "en").sum() // 4)
     print(f"## Web page near-duplicates (seed {args.seed})\n")

@@ -37,7 +37,7 @@ from typing import Any, Sequence
 import numpy as np
 from PIL import Image
 
-from .image import MAX_IMAGE_PIXELS, ImageError, load_image
+from .image import ImageError, load_image
 from .registry import EncoderUnavailable, cache_dir, registry_dir, registry_entry, registry_file
 
 CLIP_CODE_VERSION = "clip1"  # mmdedup's side: decoding (EXIF, alpha on white), batching
@@ -272,7 +272,7 @@ class ClipEncoder:
                 out[start : start + len(chunk)] = model.encode_text(tokens).float().cpu().numpy()
         return _unit(out)
 
-    def encode_image_bytes(self, blobs: Sequence[bytes], max_pixels: int = MAX_IMAGE_PIXELS
+    def encode_image_bytes(self, blobs: Sequence[bytes], max_pixels: int
                            ) -> tuple[np.ndarray, list[ImageError | None]]:
         """(float32 (n, dim), errors): vectors of encoded images, decoded as the hashes
         decode them; a row whose image failed is zeros, with its ImageError beside it."""
@@ -339,8 +339,9 @@ def _cached_tag_weights(cfg: dict, cache: Path) -> str | None:
 _default: ClipEncoder | None = None
 
 
-def default_encoder(allow_download: bool = True) -> ClipEncoder:
-    """The process's one encoder of the registry's model (loaded on first use)."""
+def default_encoder(*, allow_download: bool) -> ClipEncoder:
+    """The process's one encoder of the registry's model (loaded on first use);
+    `allow_download` is the configured Settings.clip_download."""
     global _default
     if _default is None:
         _default = ClipEncoder(allow_download=allow_download)

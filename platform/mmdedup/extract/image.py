@@ -10,7 +10,7 @@ does not survive is handled around it, each step kept only because the image ben
 - uniform borders (padding, letterbox bars) move every DCT coefficient: `trim_borders`
   cuts them off before hashing, on both sides of a comparison;
 - a mirrored or rotated copy is a different pHash: the store keeps ONE code per image (the
-  picture as posted) and the query is hashed eight ways (`dihedral_codes`, the flips and
+  picture as posted) and the query is hashed eight ways (`phash_codes`, the flips and
   quarter turns), so the index stays one row per image and only queries pay, 8 lookups;
 - a crop shifts and rescales the content, and a rotation's corners or a corner logo
   change the edges: a second code of the picture's centre (`CENTRE_FRACTION` of each
@@ -45,8 +45,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from .simhash import hamming
 
-# Decoding limits. The ingest passes Settings.max_image_pixels; this default is the same.
-MAX_IMAGE_PIXELS = 64_000_000
+# Decoding is bounded by a pixel limit every caller passes (Settings.max_image_pixels).
 # Pictures are reduced to at most this many pixels a side before trimming and hashing: the
 # codes read 32x32 and 9x8 thumbnails, and a 12-megapixel photo costs 30x more to trim than
 # one of 1024 px while hashing the same. JPEGs are decoded straight to that size (draft).
@@ -84,18 +83,6 @@ PIL_DIHEDRAL = (
     Image.Transpose.TRANSVERSE,
 )
 
-# Hamming distance (0..64, as image_distance computes it) -> score on fusion's common 0..1
-# scale, interpolated linearly between these points. In the bench, different photographs
-# are 14 or more bits apart (1% of pairs at 18 or under), and every resized, re-compressed,
-# mirrored, brightened, greyed or padded copy is within 8 bits, most crops, rotations and
-# watermarks within 12. So 8 bits is strong (merged), 12 medium (review), 13 weak, and
-# 14, where different photos begin, is under every tier.
-# Distance -> score and the match radius are the image signal's settings
-# (signals/image.py); these copies serve the benchmarks and `image_similarity`.
-IMAGE_CALIBRATION = ((0.0, 1.0), (4.0, 0.95), (8.0, 0.9), (12.0, 0.8), (14.0, 0.6), (24.0, 0.2), (32.0, 0.0))
-# Distances at or under this are image duplicates in the bench's precision/recall tables.
-MATCH_DISTANCE = 12
-
 IMAGE_VERSION = (
     f"img1-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
     f"+centre{CENTRE_FRACTION:g}p{CENTRE_PENALTY}"
@@ -120,8 +107,7 @@ class ImageError(ValueError):
 # --------------------------------------------------------------------------------------
 
 
-def load_image(data: bytes, max_pixels: int = MAX_IMAGE_PIXELS, *,
-               draft_side: int | None = None) -> Image.Image:
+def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None) -> Image.Image:
     """Decode one encoded image to an upright 8-bit RGB picture, or raise `ImageError`.
 
     The canvas size is read from the header and refused over `max_pixels` before any pixel
@@ -352,22 +338,13 @@ def dhash_codes(grey: Sequence[Image.Image]) -> np.ndarray:
     return _pack_bits(d[..., 1:] > d[..., :-1])
 
 
-def dihedral_codes(img: Image.Image) -> np.ndarray:
-    """uint64 (8,): the pHash of one prepared picture under the eight symmetries of the
-    square (DIHEDRAL order; column 0 is the picture itself, the code the store keeps).
-
-    A query is hashed these eight ways and compared with the one stored code per image, so
-    a mirrored or quarter-turned repost is found without storing eight codes per image."""
-    return phash_codes([img.convert("L")])[0]
-
-
 @dataclass
 class ImageCodes:
     """Codes of a batch of images, row i for image i.
 
     Each array is uint64 (n, 8): column 0 is the code of the picture as given, the one the
-    store keeps and indexes (`stored`); columns 1..7 are the same code of its mirrored and
-    rotated variants (DIHEDRAL order), which only queries use. Rows whose image failed
+    store indexes; columns 1..7 are the same code of its mirrored and rotated variants
+    (DIHEDRAL order), which only queries use. Rows whose image failed
     carry zeros and their `ImageError` in `errors`; `ok` masks them out.
     """
 
@@ -383,21 +360,6 @@ class ImageCodes:
 
     def __len__(self) -> int:
         return len(self.phash)
-
-    def stored(self) -> np.ndarray:
-        """uint64 (n, 3): phash, dhash, centre of each picture as given: the stored row."""
-        return np.stack([self.phash[:, 0], self.dhash[:, 0], self.centre[:, 0]], axis=1)
-
-    def pack(self, i: int) -> bytes:
-        """The stored codes of image i, 24 bytes little-endian (phash, dhash, centre)."""
-        return self.stored()[i].astype("<u8").tobytes()
-
-    @classmethod
-    def unpack(cls, blobs: list[bytes]) -> ImageCodes:
-        """Stored rows back as ImageCodes; only column 0 is known, the variants repeat it."""
-        raw = np.frombuffer(b"".join(blobs), dtype="<u8").reshape(len(blobs), 3).astype(np.uint64)
-        cols = [np.repeat(raw[:, k : k + 1], 8, axis=1) for k in range(3)]
-        return cls(*cols, errors=[None] * len(blobs))
 
     def take(self, rows) -> ImageCodes:
         rows = np.asarray(rows)
@@ -430,7 +392,7 @@ def codes_of(images: Sequence[Image.Image | None],
     return ImageCodes(*out, errors=errors)
 
 
-def image_codes(images: list[bytes], max_pixels: int = MAX_IMAGE_PIXELS) -> ImageCodes:
+def image_codes(images: list[bytes], max_pixels: int) -> ImageCodes:
     """Codes of a batch of encoded images; a bad one gets its error, the rest go on."""
     pictures: list[Image.Image | None] = []
     errors: list[ImageError | None] = []
@@ -475,21 +437,11 @@ def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True
     return np.minimum(dist, 64)
 
 
-def calibrate(distance, calibration=IMAGE_CALIBRATION) -> np.ndarray:
-    """Hamming distance -> similarity on fusion's 0..1 scale (piecewise linear)."""
-    xs, ys = zip(*calibration)
-    return np.interp(np.asarray(distance, dtype=np.float64), xs, ys)
-
-
-def image_similarity(query: ImageCodes, stored: ImageCodes, *, centre: bool = True,
-                     calibration=IMAGE_CALIBRATION) -> np.ndarray:
-    """float (nq, ns): the image signal of each (query, stored) pair, NaN where either
-    image failed (the signal is absent there, not zero: fusion renormalises over the
-    signals present). Codes of different IMAGE_VERSIONs are never compared."""
-    if query.version != stored.version:
-        raise ValueError(f"image codes of different versions: {query.version!r} vs "
-                         f"{stored.version!r}; re-sign one side")
-    sim = calibrate(image_distance(query, stored, centre=centre), calibration)
-    sim[~query.ok, :] = np.nan
-    sim[:, ~stored.ok] = np.nan
-    return sim
+# Hamming distance (0..64, as image_distance computes it) -> score on fusion's common 0..1
+# scale, interpolated linearly between the (distance, score) points of a calibration: the
+# configured one is Settings.image_calibration, and Settings.image_radius the match radius
+# (config.py). In the bench, different photographs are 14 or more bits apart (1% of pairs
+# at 18 or under), and every resized, re-compressed, mirrored, brightened, greyed or padded
+# copy is within 8 bits, most crops, rotations and watermarks within 12. So 8 bits is
+# strong (merged), 12 medium (review), 13 weak, and 14, where different photos begin, is
+# under every tier.

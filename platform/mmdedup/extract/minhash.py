@@ -8,7 +8,7 @@ same signatures feed band LSH (index/lsh.py). Empty documents get all 0xFFFFFFFF
 MinHash, two variants (`variant=`):
 
 - "oph" (default): one permutation hashing with optimal densification (Li, Owen & Zhang
-  2012; Shrivastava 2017). Each shingle hash (already well mixed, see text.py) is made
+  2012; Shrivastava 2017). Each shingle hash (already well mixed, see hashing.py) is made
   seed-specific by an xor and an odd multiply, a bijection; its top bits pick one of
   num_perm bins and its low 32 bits are the value; a bin keeps its minimum. A bin no
   shingle fell into borrows the value of a non-empty bin found by probing with a hash of
@@ -88,14 +88,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .text import HASH_VERSION, TokenBatch, collapse_terms, doc_ranges
+from .hashing import HASH_VERSION
+from .tokenbatch import TokenBatch, collapse_terms, doc_ranges
 
 EMPTY = np.uint32(0xFFFFFFFF)
 
 _U = np.uint64
 _GAMMA = 0x9E3779B97F4A7C15
 _CHUNK_TOKENS = 1 << 15  # OPH: tokens per pass
-_VOCAB_MIN_TERMS = 4096  # weighted MinHash: from this many terms on, units are hashed per distinct term
+VOCAB_MIN_TERMS = 4096  # weighted MinHash: from this many terms on, units are hashed per distinct term
 _TABLE_MIN_UNITS = 4  # ... where the terms have this many units each on average
 _CHUNK_CELLS = 1 << 17  # k-perm and ICWS: token x permutation cells per pass (1 MiB of uint64)
 _GROUP_CHUNKS = 32  # weighted: chunks sharing one draw of the variables (<= 64 MiB of them)
@@ -190,7 +191,7 @@ def term_ids(hashes: np.ndarray, _round: int = 0) -> tuple[np.ndarray, np.ndarra
     """
     hashes = np.ascontiguousarray(hashes, np.uint64)
     n = len(hashes)
-    index = _iota(n)
+    index = iota(n)
     bits = min(max(int(n - 1).bit_length() + 1, 4), 18)
     table = np.empty(1 << bits, np.intp)
     with np.errstate(over="ignore"):
@@ -260,7 +261,7 @@ def term_bags(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
             shift = np.repeat(shift_of[d0:d1], doc_len)
             h = hashes[t0:t1]
             table = np.empty(int(region[d1] - region[d0]), np.intp)
-            index = _iota(g)
+            index = iota(g)
             slot = h * _SLOT_MUL[0]
             slot >>= shift
             slot += base
@@ -299,7 +300,7 @@ def term_bags(batch: TokenBatch) -> tuple[np.ndarray, np.ndarray]:
 _IOTA = np.zeros(0, np.intp)
 
 
-def _iota(n: int) -> np.ndarray:
+def iota(n: int) -> np.ndarray:
     """0..n-1 (intp), kept between calls (read only; up to _KEEP)."""
     global _IOTA
     if len(_IOTA) < n:
@@ -524,7 +525,7 @@ class WeightedMinHash:
         if self.variant != "expand":
             return self.sign(terms)
         n_terms = len(terms.hashes)
-        if vocab is None and n_terms >= _VOCAB_MIN_TERMS and \
+        if vocab is None and n_terms >= VOCAB_MIN_TERMS and \
                 terms.weights.sum(dtype=np.float64) >= _TABLE_MIN_UNITS * self.delta * n_terms:
             ids, first = term_ids(terms.hashes)
             vocab = (ids, terms.hashes[first])
@@ -619,7 +620,7 @@ class WeightedMinHash:
                 at = np.take(start, vocab[0][t0:t1])
                 at -= cum[t0:t1] - u0
                 at = np.repeat(at, copies[t0:t1])
-                at += _iota(m)
+                at += iota(m)
                 x = np.take(packed, at).view(np.uint64)
                 np.right_shift(x, _U(32), out=cell)
             cell += np.repeat(rows[d0:d1], per_doc[d0:d1])  # the cell's row base

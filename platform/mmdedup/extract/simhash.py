@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .text import HASH_VERSION, TokenBatch, doc_ranges
+from .hashing import HASH_VERSION
+from .tokenbatch import TokenBatch, doc_ranges
 
 SIMHASH_VERSION = f"simhash64-{HASH_VERSION}-v1"
 

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from .minhash import term_bags
-from .text import TokenBatch, hash_strings, lookup
+from .hashing import hash_strings
+from .tokenbatch import TokenBatch, lookup
 
 NO_WEIGHTS = "w0"  # the version of "every multiplier is 1.0"
 

@@ -24,21 +24,15 @@ from functools import cached_property
 
 import numpy as np
 
-from .minhash import _VOCAB_MIN_TERMS, MinHash, WeightedMinHash, _iota, term_bags, term_ids
+from .ascii_tokens import hash_texts
+from .hashing import HASH_VERSION, hash_tokens
+from .minhash import VOCAB_MIN_TERMS, MinHash, WeightedMinHash, iota, term_bags, term_ids
 from .minhash import jaccard as minhash_jaccard
+from .shingles import SHORT_CHARS, shingle_version, short_text_shingles
 from .simhash import SIMHASH_VERSION, hamming, simhash64
-from .text import (
-    HASH_VERSION,
-    SHORT_CHARS,
-    TokenBatch,
-    hash_texts,
-    hash_tokens,
-    lookup,
-    shingle_version,
-    short_text_shingles,
-    tokenizer_version,
-)
 from .term_weights import UNIT, TfidfModel, WordWeights
+from .tokenbatch import TokenBatch, lookup
+from .tokens import tokenizer_version
 
 NUM_PERM = 128
 SHINGLE_N = 3
@@ -157,11 +151,11 @@ class TextSigner:
         """
         first, tf = term_bags(tokens)
         hashes = tokens.hashes[first]
-        if len(hashes) >= _VOCAB_MIN_TERMS:  # the batch's distinct terms
+        if len(hashes) >= VOCAB_MIN_TERMS:  # the batch's distinct terms
             ids, vocab = term_ids(hashes)
             vocab = hashes[vocab]
         else:  # (a few texts: finding them costs more than it saves)
-            ids, vocab = _iota(len(hashes)), hashes
+            ids, vocab = iota(len(hashes)), hashes
         vocab_weight = self.term_weights(vocab)
         weight = np.take(vocab_weight, ids)
         kept = tokens.with_weights(None)

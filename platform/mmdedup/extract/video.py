@@ -19,7 +19,7 @@ function of what is on screen, which every copy shares:
 - a frame that has drifted more than `DRIFT_BITS` from the last kept frame is kept (at
   most every `MIN_GAP` seconds): fast motion is sampled densely, so consecutive kept
   frames are about `DRIFT_BITS` apart at most and any frame of a copy, wherever its
-  samples fall, lies within about that of one of them (`MATCH_RADIUS` covers it);
+  samples fall, lies within about that of one of them (the match radius covers it);
 - otherwise a frame is kept once 1/fps seconds have passed since the last kept frame, if
   it differs from it by more than `PRUNE_BITS` (slow motion still leaves about one frame
   a second, and drift, not the clock, decides when);
@@ -74,11 +74,10 @@ MIN_GAP = 0.2  # ...but at most every MIN_GAP seconds (a fast pan: at most 5 fra
 CUT_BITS = 24  # except a cut (this far from the frame before it), which is kept at once
 PRUNE_BITS = 4  # within this of the last kept frame: near-identical, never kept
 
-MATCH_RADIUS = 12  # frames within this many bits are "the same frame" (video_similarity)
 MIN_DISTINCT = 3  # ordered matches across this many distinct frames make a full score
 
-MAX_VIDEO_BYTES = 256 * 1024 * 1024
-MAX_SECONDS = 600.0  # short video: past ten minutes an item is refused
+# Limits. Size and duration are settings (max_file_bytes, max_video_seconds in config.py),
+# which every caller passes; these two are the extractor's own.
 MAX_FRAMES = 1000  # kept frames; past this the signature stops (marked partial)
 MAX_PIXELS = 8192 * 4320  # one frame (8K); larger is refused before decoding
 
@@ -143,10 +142,10 @@ class VideoFrames:
     def __len__(self) -> int:
         return len(self.codes)
 
-    @property
-    def distinct(self) -> int:
-        """How many distinct frames (leaders at MATCH_RADIUS): 1 for a still video."""
-        return int(_leaders(self.codes, MATCH_RADIUS).max(initial=-1) + 1)
+    def distinct(self, radius: int) -> int:
+        """How many distinct frames (leaders at `radius`, the match radius): 1 for a still
+        video."""
+        return int(_leaders(self.codes, radius).max(initial=-1) + 1)
 
 
 # --------------------------------------------------------------------------------------
@@ -157,9 +156,10 @@ class VideoFrames:
 # is D8 @ X @ D8.T with D8 the first eight rows of the 32-point DCT-II matrix, and the
 # resize is itself linear (R @ X @ C.T, PIL's Lanczos weights), so the whole hash before
 # the median is one small matrix product per frame: (D8 R) X (D8 C).T, with no 32x32
-# thumbnail and no 8-bit rounding in between. On a 32x32 thumbnail, `phash_thumbs` is
-# bit-for-bit imagehash.phash (a test holds it to that); on frames the result differs
-# from imagehash on the PIL frame by PIL's intermediate 8-bit rounding only.
+# thumbnail and no 8-bit rounding in between. On a 32x32 thumbnail (R and C the identity),
+# `_codes_from_low` of D8 X D8.T is bit-for-bit imagehash.phash (a test holds it to that);
+# on frames the result differs from imagehash on the PIL frame by PIL's intermediate
+# 8-bit rounding only.
 #
 # A mirror image is free: flipping a row reverses it, and reversing the input of a
 # DCT-II multiplies coefficient k by (-1)^k. The resize weights are symmetric, so the
@@ -208,15 +208,6 @@ def _codes_from_low(low: np.ndarray) -> np.ndarray:
     flat = low.reshape(len(low), -1)
     med = np.median(flat, axis=1, keepdims=True)
     return _bits_to_codes(flat > med)
-
-
-def phash_thumbs(thumbs: np.ndarray) -> np.ndarray:
-    """imagehash.phash of 32x32 grey thumbnails, (n, 32, 32) -> (n,) uint64, vectorised."""
-    thumbs = np.asarray(thumbs, dtype=np.float64)
-    if thumbs.ndim == 2:
-        thumbs = thumbs[None]
-    low = np.einsum("ki,nij,lj->nkl", _D8, thumbs, _D8, optimize=True)
-    return _codes_from_low(low)
 
 
 def hamming_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -327,21 +318,6 @@ def _frame_low(g: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
     return _resize_dct(bottom - top) @ x @ _resize_dct(right - left).T
 
 
-def frame_codes(grey: np.ndarray) -> tuple[int, int] | None:
-    """(code, mirrored code) of one grey frame (any size, bars cut), or None when blank.
-
-    The per-frame pipeline of `video_frames`, for a still image or a test."""
-    g = np.asarray(grey)
-    k = max(1, min(g.shape) // WORK_MIN)
-    if k > 1:
-        g = _block_mean(g, k)
-    box = _content_box(g)
-    if box is None:
-        return None
-    low = _frame_low(g, box)[None]
-    return int(_codes_from_low(low)[0]), int(_codes_from_low(low * _MIRROR)[0])
-
-
 # --------------------------------------------------------------------------------------
 # Decoding and sampling
 # --------------------------------------------------------------------------------------
@@ -393,9 +369,9 @@ def video_frames(
     data_or_path: bytes | str | os.PathLike,
     *,
     fps: float = 1.0,
-    max_seconds: float = MAX_SECONDS,
+    max_seconds: float,
+    max_bytes: int,
     max_frames: int = MAX_FRAMES,
-    max_bytes: int = MAX_VIDEO_BYTES,
     max_pixels: int = MAX_PIXELS,
     keep_images: bool = False,
     image_size: int = 256,
@@ -412,6 +388,9 @@ def video_frames(
     "video_too_long" (declared or decoded duration over max_seconds). A truncated or
     damaged file that decodes in part returns the frames decoded, with partial=True and
     a note; one that yields no frame at all raises "corrupt_video".
+
+    `max_seconds` and `max_bytes` have no default: callers pass the configured limits
+    (Settings.max_video_seconds, Settings.max_file_bytes), so there is one of each.
     """
     import av
 
@@ -631,7 +610,7 @@ def _directed(codes_a: np.ndarray, codes_b: np.ndarray, la: np.ndarray, lb: np.n
     return best
 
 
-def video_match(a: VideoFrames, b: VideoFrames, radius: int = MATCH_RADIUS) -> VideoMatch:
+def video_match(a: VideoFrames, b: VideoFrames, radius: int) -> VideoMatch:
     """The alignment behind `video_similarity`, for review and debugging."""
     if a.version != b.version:
         raise ValueError(f"signatures of different versions: {a.version} vs {b.version}")
@@ -650,7 +629,7 @@ def video_match(a: VideoFrames, b: VideoFrames, radius: int = MATCH_RADIUS) -> V
     return best
 
 
-def video_similarity(a: VideoFrames, b: VideoFrames, radius: int = MATCH_RADIUS) -> float:
+def video_similarity(a: VideoFrames, b: VideoFrames, radius: int) -> float:
     """How much of one video is found in the other, in order: 0..1.
 
     The share of one video's kept frames that match (Hamming <= radius) frames of the other

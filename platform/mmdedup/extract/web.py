@@ -31,18 +31,17 @@ from lxml import etree
 from lxml import html as lxml_html
 
 from .minhash import MinHash
-from .minhash import jaccard as _minhash_jaccard
 from .simhash import SIMHASH_VERSION, simhash64
-from .text import TokenBatch, hash_strings, hash_tokens, normalize
+from .hashing import hash_strings, hash_tokens
+from .normalize import normalize
+from .tokenbatch import TokenBatch
 
 _log = logging.getLogger(__name__)
 
-# Limits (defaults; the ingest passes the configured values). A real article page is a few
+# Limits. Bytes, characters and depth are settings (max_file_bytes, max_page_chars,
+# max_page_depth in config.py) that every caller passes. A real article page is a few
 # hundred KB and rarely nests deeper than 40 elements; libxml2 itself stops at depth 256
 # unless huge_tree is on, which it never is here.
-MAX_PAGE_BYTES = 16 * 1024 * 1024
-MAX_PAGE_CHARS = 5_000_000
-MAX_DEPTH = 200
 MAX_PATHS = 20_000  # elements whose tag path counts in the DOM signature
 
 DOM_PERM = 128
@@ -127,7 +126,12 @@ def _meta_charset(head: bytes) -> str | None:
 
 
 def decode_charset(data: bytes, declared: str | None = None) -> tuple[str, str]:
-    """(text, codec used): `decode_html`, also saying which charset won."""
+    """(the page's text, the codec that decoded it): BOM, then the declared (HTTP) charset,
+    then <meta charset> / <meta http-equiv> / <?xml encoding?>, then detection; see the
+    notes above.
+
+    Raises DecodeError (a PageError, reason "undecodable_page") for bytes that are no text.
+    """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"page must be bytes, not {type(data).__name__}")
     data = bytes(data)
@@ -155,15 +159,6 @@ def decode_charset(data: bytes, declared: str | None = None) -> tuple[str, str]:
         except (UnicodeDecodeError, LookupError):
             continue
     return _detect(data)
-
-
-def decode_html(data: bytes, declared: str | None = None) -> str:
-    """The page's text: BOM, then the declared (HTTP) charset, then <meta charset> /
-    <meta http-equiv> / <?xml encoding?>, then detection; see the notes above.
-
-    Raises DecodeError (a PageError, reason "undecodable_page") for bytes that are no text.
-    """
-    return decode_charset(data, declared)[0]
 
 
 def _detect(data: bytes) -> tuple[str, str]:
@@ -218,7 +213,7 @@ def _parser() -> lxml_html.HTMLParser:
     return parser
 
 
-def parse(html: str, *, max_chars: int = MAX_PAGE_CHARS, max_depth: int = MAX_DEPTH) -> lxml_html.HtmlElement:
+def parse(html: str, *, max_chars: int, max_depth: int) -> lxml_html.HtmlElement:
     """The page's document root (an lxml.html element), or PageError.
 
     "page_too_large" over `max_chars` characters, "page_too_deep" deeper than `max_depth`
@@ -226,7 +221,7 @@ def parse(html: str, *, max_chars: int = MAX_PAGE_CHARS, max_depth: int = MAX_DE
     what the parser cannot read, "empty_page" for nothing at all.
     """
     if not isinstance(html, str):
-        raise TypeError(f"parse() takes str, not {type(html).__name__}; decode_html() first")
+        raise TypeError(f"parse() takes str, not {type(html).__name__}; decode_charset() first")
     if len(html) > max_chars:
         raise PageError("page_too_large", f"{len(html):,} characters > {max_chars:,}")
     if _ENTITY_DECL.search(html, 0, 65536):
@@ -299,7 +294,7 @@ _BLOCK_TAGS = frozenset("""address article blockquote br dd div dl dt figcaption
     h5 h6 hr li main ol p pre section table td th tr ul""".split())
 
 
-def main_content(html: str | lxml_html.HtmlElement) -> Page:
+def main_content(tree: lxml_html.HtmlElement) -> Page:
     """Title, main text (one block a line), publication date of a page.
 
     trafilatura with favor_precision and no comments: for deduplication a missed paragraph
@@ -311,12 +306,13 @@ def main_content(html: str | lxml_html.HtmlElement) -> Page:
     trafilatura's own metadata pass (author, site name, categories...) would halve the
     throughput for two fields, so the title comes from og:title / h1 / <title> and the date
     from htmldate (what trafilatura itself calls: meta tags, JSON-LD, <time>, date-like
-    bylines), both on the tree already parsed. A str is parsed first (PageError as `parse`).
+    bylines), both on the tree already parsed (`parse`, under the configured limits).
     """
     import trafilatura
     from htmldate import find_date
 
-    tree = html if isinstance(html, lxml_html.HtmlElement) else parse(html)
+    if not isinstance(tree, lxml_html.HtmlElement):
+        raise TypeError(f"main_content() takes a parsed page, not {type(tree).__name__}; parse() first")
     doc = None
     try:
         # trafilatura and htmldate copy a tree they are given: `tree` stays intact.
@@ -442,7 +438,8 @@ class BlockStats:
     least `min_share` of them hold it. Both guards matter: an article posted five times on
     a big site recurs on five pages but on a tiny share of them, and must not be dropped
     (that would hide the very duplicates we look for); on a site we have seen three pages
-    of, everything is "on every page".
+    of, everything is "on every page". Callers pass both (Settings.block_min_pages and
+    Settings.block_min_share).
     """
 
     pages: Counter = field(default_factory=Counter)
@@ -453,8 +450,8 @@ class BlockStats:
         self.pages[site] += 1
         self.freq.setdefault(site, Counter()).update(set(np.asarray(hashes, np.uint64).tolist()))
 
-    def common(self, site: str, hashes: Sequence[int] | np.ndarray, min_pages: int = 5,
-               min_share: float = 0.2) -> np.ndarray:
+    def common(self, site: str, hashes: Sequence[int] | np.ndarray, min_pages: int,
+               min_share: float) -> np.ndarray:
         """bool per hash: does it recur on at least min_pages pages and min_share of the site?"""
         hashes = np.asarray(hashes, np.uint64)
         total = self.pages.get(site, 0)
@@ -464,8 +461,7 @@ class BlockStats:
         df = np.fromiter((counts.get(h, 0) for h in hashes.tolist()), np.int64, len(hashes))
         return (df >= min_pages) & (df >= min_share * total)
 
-    def checker(self, site: str, min_pages: int = 5, min_share: float = 0.2
-                ) -> Callable[[np.ndarray], np.ndarray]:
+    def checker(self, site: str, min_pages: int, min_share: float) -> Callable[[np.ndarray], np.ndarray]:
         """`is_common` for `drop_repeated` on pages of `site`."""
         return lambda hashes: self.common(site, hashes, min_pages, min_share)
 
@@ -557,13 +553,6 @@ def dom_sketch(pages: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
     return simhash64(feats), _DOM_MINHASH(feats)
 
 
-def dom_similarity(a: np.ndarray, b: np.ndarray) -> float | np.ndarray:
-    """Estimated Jaccard similarity of two pages' DOM features from their MinHash rows, in
-    [0, 1]; rows of equal shape compare pairwise (then an array). Near 1: same template."""
-    sim = _minhash_jaccard(a, b)
-    return float(sim) if np.ndim(sim) == 0 else sim
-
-
 # --------------------------------------------------------------------------------------
 # One page, as the ingest calls it
 # --------------------------------------------------------------------------------------
@@ -581,9 +570,8 @@ class PageSignals:
     charset: str
 
 
-def extract_page(data: bytes, declared_charset: str | None = None, *, max_bytes: int = MAX_PAGE_BYTES,
-                 max_chars: int = MAX_PAGE_CHARS, max_depth: int = MAX_DEPTH,
-                 max_paths: int = MAX_PATHS) -> PageSignals:
+def extract_page(data: bytes, declared_charset: str | None = None, *, max_bytes: int, max_chars: int,
+                 max_depth: int, max_paths: int = MAX_PATHS) -> PageSignals:
     """Decode, parse once, extract main content and tag paths; PageError with a reason.
 
     Empty main text is returned, not raised: the DOM signal still stands, and the caller
@@ -596,13 +584,3 @@ def extract_page(data: bytes, declared_charset: str | None = None, *, max_bytes:
     page = main_content(tree)
     return PageSignals(page.title, page.text, page.date, page.used_fallback, tag_paths(tree, max_paths), charset)
 
-
-def extract_pages(items: Sequence[tuple[bytes, str | None]], **limits) -> list[PageSignals | PageError]:
-    """`extract_page` over a batch; a refused page is its PageError in place, never a stop."""
-    out: list[PageSignals | PageError] = []
-    for data, declared in items:
-        try:
-            out.append(extract_page(data, declared, **limits))
-        except PageError as exc:
-            out.append(exc)
-    return out

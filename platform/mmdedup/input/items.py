@@ -16,7 +16,7 @@ import numpy as np
 
 from ..config import Settings
 from ..extract.image import WORK_SIDE, ImageCodes, ImageError, codes_of, load_image
-from ..extract.text import text_hash
+from ..extract.normalize import text_hash
 from ..extract.video import VideoError, VideoFrames, video_frames
 from ..extract.web import PageError, PageSignals, extract_page
 
@@ -307,7 +307,8 @@ def probe_item(text: str | None, image: bytes | None, video: bytes | None, setti
         assets.append(LoadedAsset("image", 0, "<query>", Path("<query>"), "", len(image), "", image))
     if video is not None:
         try:
-            frames = video_frames(video, max_seconds=settings.max_video_seconds, keep_images=keep_pixels)
+            frames = video_frames(video, max_seconds=settings.max_video_seconds,
+                                  max_bytes=settings.max_file_bytes, keep_images=keep_pixels)
         except VideoError as exc:
             raise ValueError(f"the query video cannot be read: {exc}") from exc
         assets.append(LoadedAsset("video", 0, "<query>", Path("<query>"), "", len(video), "", video))

@@ -31,7 +31,7 @@ from ..config import Settings, SignalSettings
 from ..input.items import text_for_signals
 from ..review.labels import decisions_in_force
 from ..score.fusion import Fusion
-from ..signals.text import WORDS_KIND, load_word_weights
+from ..signals.text import WORDS_KIND, freeze, load_word_weights
 from ..store.db import activate_version
 from ..store.items import texts_of
 from ..store.models import active_row, active_version
@@ -39,7 +39,6 @@ from ..store.pairs import pair_tiers, scored_pair_keys
 from ..store.schema import JobLock, ModelVersion, utcnow
 from . import weights as word_weights
 from .fusion_fit import FusionModel, fit_from_settings
-from .tfidf import freeze
 
 RUN_KIND = "retrain"
 FUSION_KIND = "fusion"

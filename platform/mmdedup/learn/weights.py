@@ -40,7 +40,7 @@ from sqlalchemy.orm import Session
 
 from ..config import Settings
 from ..extract.term_weights import UNIT, WordWeights
-from ..extract.text import tokenize
+from ..extract.tokens import tokenize
 from ..store.db import activate_version
 from ..store.models import add_word_weights
 

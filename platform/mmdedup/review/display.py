@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..extract.text import tokenize
+from ..extract.tokens import tokenize
 
 _WORD_RUN = re.compile(r"[^\W_]+")
 

@@ -23,7 +23,7 @@ import signal
 import sys
 from contextlib import contextmanager
 from difflib import SequenceMatcher
-from typing import IO, TYPE_CHECKING, Any, Iterator, Sequence
+from typing import IO, Any, Iterator
 
 from rich import box
 from rich.cells import get_character_cell_size
@@ -33,12 +33,8 @@ from rich.text import Text
 
 from ..signals.registry import listed_names
 from .display import display_tokens
-from .labels import default_reviewer
 from .session import ReviewSession
 from .view import PairView
-
-if TYPE_CHECKING:  # only a parameter's type: the screen is handed a Platform, never builds one
-    from ..api import Platform
 
 KEYS = {"d": "duplicate", "n": "distinct", "u": "unsure", "s": "skip", "z": "undo", "q": "quit"}
 KEY_LINE = "  ".join(f"[{k}] {v}" for k, v in KEYS.items())
@@ -51,17 +47,14 @@ _CONTROLS = {c: "\ufffd" for c in [*range(0x20), *range(0x7f, 0xa0)] if c not in
 _CONTROLS[0x09] = " "
 
 
-def run_review(platform: Platform, *, reviewer: str | None = None, limit: int | None = None,
-               tiers: Sequence[str] | None = None, stdin: IO[str] | None = None,
+def run_review(session: ReviewSession, *, limit: int | None = None, stdin: IO[str] | None = None,
                stdout: IO[str] | None = None) -> int:
-    """Run one review session until the queue is empty, `limit` decisions are made or the
+    """Run a review session until the queue is empty, `limit` decisions are made or the
     reviewer quits; the pairs it still holds are released on the way out."""
-    reviewer = reviewer or default_reviewer()
     console = Console(file=stdout or sys.stdout, highlight=False, emoji=False)
     keys = KeyReader(stdin or sys.stdin)
     interactive = console.is_terminal and keys.is_tty
     message, ended = "", "quit"
-    session = platform.review_session(reviewer, tiers)
     with _exit_on_signals(), session, keys:
         if interactive:
             console.set_alt_screen(True)

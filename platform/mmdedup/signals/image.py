@@ -61,10 +61,12 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
         # Decoded once, when the item was loaded (a bad picture fails its item there).
         return [li.images if li.images is not None and len(li.images) else None for li in items]
 
-    def pack(self, codes: ImageCodes) -> bytes:
+    @staticmethod
+    def pack(codes: ImageCodes) -> bytes:
         return np.stack([codes.phash, codes.dhash, codes.centre], axis=1).astype("<u8").tobytes()
 
-    def unpack(self, blob: bytes) -> ImageCodes:
+    @staticmethod
+    def unpack(blob: bytes) -> ImageCodes:
         raw = np.frombuffer(blob, "<u8").reshape(-1, 3, 8).astype(np.uint64)
         return ImageCodes(raw[:, 0], raw[:, 1], raw[:, 2], errors=[None] * len(raw))
 

@@ -24,7 +24,9 @@ from sqlalchemy.orm import Session
 
 from ..config import Calibration, SignalSettings
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
-from ..extract.text import SHORT_CHARS, TokenBatch, text_hash
+from ..extract.normalize import text_hash
+from ..extract.shingles import SHORT_CHARS
+from ..extract.tokenbatch import TokenBatch
 from ..extract.text_sketches import (
     NUM_PERM,
     Decisive,
@@ -39,6 +41,7 @@ from ..index.lsh import BandLSH, optimal_params
 from ..input.items import LoadedItem, text_for_signals
 from ..score.pairs import candidate_pairs
 from ..store import models
+from ..store.db import activate_version
 from ..store.items import count_texts, pks_with_text_hash, scan_tokens, texts_of
 from ..store.pairs import pairs_touching
 from ..store.signatures import has_other_version, load_signatures, replace_signatures
@@ -89,6 +92,19 @@ def load_word_weights(session: Session) -> WordWeights:
     return WordWeights(row.version, tuple(r[0] for r in rows),
                        np.array([r[1] for r in rows], np.float32), float(row.params.get("floor", 0.0)),
                        float(row.params.get("ceiling", 1.0)))
+
+
+def freeze(session: Session, keys: np.ndarray, df: np.ndarray, n_docs: int) -> TfidfModel:
+    """Store a TF-IDF version from document frequencies and make it the active one (an
+    identical version already stored is re-activated instead). Frozen, because a signature
+    is only comparable with signatures made under the same weights: the weights a batch is
+    signed with must not drift while it is being signed."""
+    model = TfidfModel.from_counts(keys, df, n_docs)
+    row, created = activate_version(session, "tfidf", model.version,
+                                    {"n_docs": n_docs, "terms": int(len(keys))})
+    if created:
+        models.add_doc_freqs(session, row.pk, model.keys, df[np.argsort(keys)])
+    return model
 
 
 @dataclass
@@ -293,8 +309,6 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     def refresh(self) -> None:
         """Count document frequencies over the stored token sequences, freeze them as the
         active TF-IDF version, and re-sign and re-pair every text under it."""
-        from ..learn.tfidf import freeze  # (learning sits above the signals; only a refresh needs it)
-
         keys, df, n_docs = self.count_frequencies()
         with self.sessions.begin() as session:
             model = freeze(session, keys, df, n_docs)

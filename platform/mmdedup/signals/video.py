@@ -55,11 +55,13 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
     def extract(self, items: Sequence[LoadedItem]) -> list[VideoFrames | None]:
         return [li.video if li.video is not None and len(li.video) else None for li in items]
 
-    def pack(self, frames: VideoFrames) -> bytes:
+    @staticmethod
+    def pack(frames: VideoFrames) -> bytes:
         return np.concatenate([frames.times.astype("<f8").view("<u8"), frames.codes.astype("<u8"),
                                frames.mirrored.astype("<u8")]).tobytes()
 
-    def unpack(self, blob: bytes) -> VideoFrames:
+    @staticmethod
+    def unpack(blob: bytes) -> VideoFrames:
         raw = np.frombuffer(blob, "<u8").reshape(3, -1)
         n = raw.shape[1]
         return VideoFrames(times=raw[0].view("<f8").astype(np.float64), codes=raw[1].astype(np.uint64),
