@@ -30,7 +30,7 @@ Labelled pairs come from the benchmark generators in scripts/bench, seeded:
               different families (same-topic texts among them); web_quality.py's pages
               (main text, blocks repeated on a site dropped), a body under another
               template or with a new date line or ad block against every other page.
-              Raw: textsig.similarity()["raw"] under a TF-IDF model counted over each
+              Raw: text_sketches.similarity()["raw"] under a TF-IDF model counted over each
               corpus, as a store's refresh makes it.
     image     image_quality.py: 21 photographs and 11 edits of each, every edit against
               every original, and the originals against each other; then the photographs
@@ -239,7 +239,7 @@ class Pairs:
 
 
 def _text_raw(texts: list[str], a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """textsig.similarity()["raw"] of text pairs (a[k], b[k]), every text signed under a
+    """text_sketches.similarity()["raw"] of text pairs (a[k], b[k]), every text signed under a
     TF-IDF model counted over these texts (what a store's refresh makes)."""
     from mmdedup.extract.term_weights import TfidfModel, count_documents
     from mmdedup.extract.text_sketches import TextSigner, similarity, tokenize_texts

@@ -208,7 +208,7 @@ def main() -> None:
     stages["MinHash-128 oph"] = best_of(lambda: oph(batch), args.repeat)
     stages["MinHash-128 kperm"] = best_of(lambda: kperm(batch), args.repeat)
     terms = collapse_terms(batch)
-    # TF-IDF weights as textsig makes them, (1 + ln tf) * idf, with the idf a corpus model
+    # TF-IDF weights as the text signer makes them, (1 + ln tf) * idf, with the idf a corpus model
     # fitted on these documents would give, ln((N + 1) / (df + 1)).
     vocab, df = np.unique(terms.hashes, return_counts=True)
     idf = np.log((n + 1) / (df[np.searchsorted(vocab, terms.hashes)] + 1.0))

@@ -490,7 +490,7 @@ class WeightedMinHash:
     def _terms(self, batch: TokenBatch) -> TokenBatch:
         """Each document's distinct terms with positive (summed) weights, in hash order.
 
-        A batch that already is that (textsig passes collapsed TF-IDF terms) is not
+        A batch that already is that (the text signer passes collapsed TF-IDF terms) is not
         collapsed again: sorting is most of the cost at this size.
         """
         h, w, off = batch.hashes, batch.weights, batch.offsets
@@ -514,7 +514,7 @@ class WeightedMinHash:
 
     def sign_terms(self, terms: TokenBatch, vocab: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
         """`sign` of a batch that already holds each document's distinct terms, in any
-        order (textsig's bags): the same signatures, without the check and the sort that
+        order (the text signer's bags): the same signatures, without the check and the sort that
         put a batch in that form ("expand" keeps minima, so the order of a document's
         terms does not matter; the CWS variants break ties by term hash in `_cws`, which
         needs hash order, so they go through `sign`). A term of weight 0 is as good as

@@ -9,7 +9,7 @@ or a boilerplate footer cannot make two texts look alike.
 
 Short texts (`is_short`: a 12-character Chinese post has about five words, three word
 3-grams, and one changed word makes the sets disjoint) take their order-aware MinHash over
-character n-grams instead (`char_shingles`, as `text_shingle_hashes` does), so signing
+character n-grams instead (`short_text_shingles`), so signing
 needs the text of every document with fewer than SHORT_CHARS tokens.
 
 The signature's version names the tokenizer, TF-IDF model, word-weight model and sketch
@@ -194,7 +194,7 @@ class TextSigner:
 def short_char_shingles(lengths: np.ndarray, texts: Sequence[str | None] | None) -> tuple[np.ndarray, TokenBatch]:
     """(rows, hashed character n-grams of those rows' texts) of the documents that are
     short by `is_short` (`lengths[i]`: document i's token count): what
-    `text_shingle_hashes` gives them. Texts are looked at only where `lengths` is below
+    `short_text_shingles` gives them. Texts are looked at only where `lengths` is below
     SHORT_CHARS, and must be there (a missing one raises, rather than silently signing
     the document with word 3-grams)."""
     need = np.flatnonzero(lengths < SHORT_CHARS)

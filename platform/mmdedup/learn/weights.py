@@ -22,7 +22,7 @@ labels move a word and no number of labels can make it vanish from everything or
 a whole text. A word at the floor is dropped from the sketches, as a template word is. A
 word above 1 is decisive in proportion to log(m) / log(max) (its share): it stays out of the
 sketches, and a pair whose texts differ in it keeps only (1 - share) of its text similarity
-(`textsig.Decisive`), so that one differing decisive word separates two texts of any
+(`extract.text_sketches.Decisive`), so that one differing decisive word separates two texts of any
 length alike; a plain multiplier would be diluted by a long text. A
 retrain recomputes the multipliers from all labels in force, so a corrected label corrects
 the weights; each result is stored as a new model version (the history: every version and
