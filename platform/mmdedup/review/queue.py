@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import TIERS
 from ..store.db import dialect_insert
+from ..store.labels import decided_among
 from ..store.schema import Label, Pair, ReviewClaim, utcnow
 from .labels import PairKey
 from .view import load_pairs
@@ -104,7 +105,7 @@ def claim(sessions: sessionmaker[Session], reviewer: str, tiers: Sequence[str],
             if not picked:
                 return []
             got = [pair for pair in picked if _take(session, pair, reviewer, now, ttl)]
-            decided = _decided(session, got)  # labelled between the pick and the claim
+            decided = decided_among(session, got)  # labelled between the pick and the claim
             if decided:
                 _release(session, reviewer, decided)
             got = [pair for pair in got if pair not in decided]
@@ -141,14 +142,6 @@ def _take(session: Session, pair: PairKey, reviewer: str, now: datetime, ttl: ti
         where=or_(ReviewClaim.expires_at <= now, ReviewClaim.reviewer == reviewer),
     ).returning(ReviewClaim.a_pk)
     return session.execute(stmt).first() is not None
-
-
-def _decided(session: Session, pairs: list[PairKey]) -> list[PairKey]:
-    if not pairs:
-        return []
-    rows = session.execute(select(Label.a_pk, Label.b_pk).where(
-        Label.decision != "unsure", tuple_(Label.a_pk, Label.b_pk).in_(pairs))).all()
-    return sorted({tuple(r) for r in rows})
 
 
 __all__ = ["check_tiers", "claim", "peek_queue", "queue_select", "queue_size", "release"]

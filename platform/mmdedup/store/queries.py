@@ -24,6 +24,15 @@ def items_by_pk(session: Session, pks: list[int]) -> dict[int, Any]:
     return rows
 
 
+def pks_by_id(session: Session, ids: Sequence[str]) -> dict[str, int]:
+    """{id: pk} of the ones of these item ids that exist."""
+    found: dict[str, int] = {}
+    for start in range(0, len(ids), 5000):
+        found.update(session.execute(select(Item.id, Item.pk).where(
+            Item.id.in_(ids[start:start + 5000]))).all())
+    return found
+
+
 def item_ids_of(session: Session, pks: Iterable[int]) -> dict[int, str]:
     """{pk: id} of these items."""
     return dict(session.execute(select(Item.pk, Item.id).where(Item.pk.in_(pks))).all())
