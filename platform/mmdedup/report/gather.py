@@ -7,15 +7,14 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 import numpy as np
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..config import TIERS, Settings
 from ..input.items import text_for_signals
-from ..review.queue import queue_select
 from ..store.pairs import stream_tier_scores
 from ..store.queries import assets_of, count_items, item_ids_of, item_rows_by_id
-from ..store.schema import Pair, utcnow
+from ..store.queue import queue_count, queue_pairs
+from ..store.schema import utcnow
 
 MAX_MEMBERS = 12  # members shown per cluster
 HIST_BIN = 0.01  # histogram bin width on the fused score
@@ -69,9 +68,9 @@ def review_queue(session: Session, limit: int) -> tuple[int, list[dict[str, Any]
     This is the review queue as a whole (no one reviewer's view): a pair counts as decided
     once it has a duplicate or distinct label ('unsure' leaves it in the queue), as the
     clusters read labels, and pairs a session holds are still shown."""
-    queue = queue_select(None, ("medium",), utcnow())
-    total = session.scalar(select(func.count()).select_from(queue.order_by(None).subquery())) or 0
-    rows = session.scalars(queue.with_only_columns(Pair).limit(limit)).all()
+    now = utcnow()
+    total = queue_count(session, None, ("medium",), now)
+    rows = queue_pairs(session, None, ("medium",), now, limit)
     ids = item_ids_of(session, {pk for p in rows for pk in (p.a_pk, p.b_pk)})
     return total, [{"a": ids[p.a_pk], "b": ids[p.b_pk], "score": round(p.score, 4),
                     "tier": p.tier, "kind": p.kind, "signals": p.signals,

@@ -17,14 +17,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence, TextIO
 
-from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..results import UnknownItem
-from ..store.labels import (insert_label, insert_labels, label_decisions, labels_from,
-                            stream_labels_with_ids)
+from ..store.labels import (
+    insert_label,
+    insert_labels,
+    label_decisions,
+    labels_from,
+    stream_labels_with_ids,
+)
 from ..store.queries import pks_by_id
-from ..store.schema import Label, ReviewClaim, utcnow
+from ..store.queue import release_claim
+from ..store.schema import Label, utcnow
 
 DECISIONS = ("duplicate", "distinct", "unsure")
 EXPORT_FIELDS = ("a", "b", "decision", "reviewer", "created_at")
@@ -74,8 +79,7 @@ def add_label(session: Session, a_pk: int, b_pk: int, decision: str, reviewer: s
     lo, hi = sorted((a_pk, b_pk))
     label = insert_label(session, lo, hi, check_decision(decision), reviewer,
                          created_at or utcnow())
-    session.execute(delete(ReviewClaim).where(ReviewClaim.a_pk == lo, ReviewClaim.b_pk == hi,
-                                              ReviewClaim.reviewer == reviewer))
+    release_claim(session, lo, hi, reviewer)
     return label
 
 

@@ -10,9 +10,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
 from ..store.labels import delete_label
+from ..store.queue import take_claim
 from ..store.schema import utcnow
 from .labels import DECISIONS, PairKey, add_label
-from .queue import _take, check_tiers, claim, queue_size, release
+from .queue import check_tiers, claim, queue_size, release
 from .view import PairView, load_pairs
 
 
@@ -105,7 +106,7 @@ class ReviewSession:
         self.counts[done.decision] -= 1
         with self.sessions.begin() as session:
             delete_label(session, done.label_pk, self.reviewer)
-            taken = _take(session, done.key, self.reviewer, utcnow(), self.ttl)
+            taken = take_claim(session, done.key, self.reviewer, utcnow(), self.ttl)
         if taken:
             if self._current is not None:
                 self.front.insert(0, self._current.key)
