@@ -23,7 +23,6 @@ from datetime import timedelta
 from typing import Callable, Iterator, Mapping, Protocol
 
 import numpy as np
-from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -34,9 +33,10 @@ from ..score.fusion import Fusion
 from ..signals.text import WORDS_KIND, freeze, load_word_weights
 from ..store.db import activate_version
 from ..store.items import texts_of
-from ..store.models import active_row, active_version
+from ..store.jobs import insert_lock, lock_row, release_lock, take_over_expired_lock
+from ..store.models import active_row, active_version, count_versions, versions_before
 from ..store.pairs import pair_tiers, scored_pair_keys
-from ..store.schema import JobLock, ModelVersion, utcnow
+from ..store.schema import utcnow
 from . import weights as word_weights
 from .fusion_fit import FusionModel, fit_from_settings
 
@@ -121,7 +121,7 @@ def job_lock(sessions: sessionmaker[Session], name: str, holder: str, ttl: timed
     while not _try_lock(sessions, name, holder, ttl):
         if time.monotonic() >= deadline:
             with sessions() as session:
-                row = session.get(JobLock, name)
+                row = lock_row(session, name)
             who = f"{row.holder} since {row.acquired_at:%Y-%m-%d %H:%M:%S}" if row else "another run"
             raise LockBusy(f"another {name} is running ({who}); try again later or pass --wait")
         time.sleep(poll)
@@ -129,22 +129,19 @@ def job_lock(sessions: sessionmaker[Session], name: str, holder: str, ttl: timed
         yield
     finally:
         with sessions.begin() as session:
-            session.execute(delete(JobLock).where(JobLock.name == name, JobLock.holder == holder))
+            release_lock(session, name, holder)
 
 
 def _try_lock(sessions: sessionmaker[Session], name: str, holder: str, ttl: timedelta) -> bool:
     now = utcnow()
     try:
         with sessions.begin() as session:
-            session.execute(insert(JobLock).values(name=name, holder=holder, acquired_at=now,
-                                                   expires_at=now + ttl))
+            insert_lock(session, name, holder, now, ttl)
         return True
     except IntegrityError:
         pass
     with sessions.begin() as session:
-        taken = session.execute(update(JobLock).where(JobLock.name == name, JobLock.expires_at < now)
-                                .values(holder=holder, acquired_at=now, expires_at=now + ttl))
-        return taken.rowcount == 1
+        return take_over_expired_lock(session, name, holder, now, ttl)
 
 
 # --- models in force -------------------------------------------------------------------
@@ -233,8 +230,7 @@ class Job:
     def _rollback(self) -> RetrainReport:
         report = RetrainReport(rolled_back=True)
         with self.sessions.begin() as session:
-            run = session.scalar(select(ModelVersion).where(ModelVersion.kind == RUN_KIND,
-                                                            ModelVersion.active.is_(True)))
+            run = active_row(session, RUN_KIND)
             if run is None:
                 raise LookupError("no retrain to roll back")
             previous, current = run.params["before"], run.params["after"]
@@ -293,7 +289,7 @@ def _tier_changes(before: dict, after: dict) -> Counter[tuple[str, str]]:
 
 
 def _record_run(session: Session, before: dict, after: dict) -> None:
-    n = session.scalar(select(func.count()).select_from(ModelVersion).where(ModelVersion.kind == RUN_KIND))
+    n = count_versions(session, RUN_KIND)
     activate_version(session, RUN_KIND, f"run{n + 1}-{utcnow():%Y%m%dT%H%M%S}",
                      {"before": before, "after": after})
 
@@ -301,8 +297,7 @@ def _record_run(session: Session, before: dict, after: dict) -> None:
 def _reactivate_previous_run(session: Session, pk: int) -> None:
     """After a rollback, the run before the rolled-back one is the one a further rollback
     undoes."""
-    for row in session.scalars(select(ModelVersion).where(
-            ModelVersion.kind == RUN_KIND, ModelVersion.pk < pk).order_by(ModelVersion.pk.desc())):
+    for row in versions_before(session, RUN_KIND, pk):
         if not row.params.get("rolled_back"):
             row.active = True
             return

@@ -7,14 +7,14 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 import numpy as np
-from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from ..config import TIERS, Settings
 from ..input.items import text_for_signals
-from ..review.queue import queue_select
-from ..store.schema import Asset, Pair, utcnow
-from ..store.schema import Item as ItemRow
+from ..store.pairs import stream_tier_scores
+from ..store.queries import assets_of, count_items, item_ids_of, item_rows_by_id
+from ..store.queue import queue_count, queue_pairs
+from ..store.schema import utcnow
 
 MAX_MEMBERS = 12  # members shown per cluster
 HIST_BIN = 0.01  # histogram bin width on the fused score
@@ -31,7 +31,7 @@ def gather(session: Session, settings: Settings, clusters: list[dict[str, Any]],
     wanted |= {p[side] for p in queue for side in ("a", "b")}
     return {
         "summary": {
-            "items": session.scalar(select(func.count()).select_from(ItemRow)) or 0,
+            "items": count_items(session),
             "pairs": tier_counts,
             "clusters": len(clusters), "clusters_shown": len(shown),
             "review_queue": queue_total, "review_shown": len(queue),
@@ -51,8 +51,7 @@ def score_histogram(session: Session, settings: Settings) -> tuple[dict[str, Any
     lo = np.floor(settings.tier_weak / HIST_BIN + 1e-9) * HIST_BIN
     bins = max(1, int(round((1.0 - lo) / HIST_BIN)))
     counts = {tier: np.zeros(bins, np.int64) for tier in TIERS}
-    result = session.execute(select(Pair.tier, Pair.score).execution_options(yield_per=50_000))
-    for part in result.partitions():
+    for part in stream_tier_scores(session).partitions():
         tiers = np.array([t for t, _ in part], dtype=object)
         scores = np.array([s for _, s in part], dtype=np.float64)
         index = np.clip(np.floor((scores - lo) / HIST_BIN + 1e-9).astype(np.int64), 0, bins - 1)
@@ -69,11 +68,10 @@ def review_queue(session: Session, limit: int) -> tuple[int, list[dict[str, Any]
     This is the review queue as a whole (no one reviewer's view): a pair counts as decided
     once it has a duplicate or distinct label ('unsure' leaves it in the queue), as the
     clusters read labels, and pairs a session holds are still shown."""
-    queue = queue_select(None, ("medium",), utcnow())
-    total = session.scalar(select(func.count()).select_from(queue.order_by(None).subquery())) or 0
-    rows = session.scalars(queue.with_only_columns(Pair).limit(limit)).all()
-    ids = dict(session.execute(select(ItemRow.pk, ItemRow.id).where(
-        ItemRow.pk.in_({pk for p in rows for pk in (p.a_pk, p.b_pk)}))).all())
+    now = utcnow()
+    total = queue_count(session, None, ("medium",), now)
+    rows = queue_pairs(session, None, ("medium",), now, limit)
+    ids = item_ids_of(session, {pk for p in rows for pk in (p.a_pk, p.b_pk)})
     return total, [{"a": ids[p.a_pk], "b": ids[p.b_pk], "score": round(p.score, 4),
                     "tier": p.tier, "kind": p.kind, "signals": p.signals,
                     "details": p.details or {}} for p in rows]
@@ -81,12 +79,11 @@ def review_queue(session: Session, limit: int) -> tuple[int, list[dict[str, Any]
 
 def load_items(session: Session, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The shown items with the text the text signal reads and their stored assets."""
-    rows = session.scalars(select(ItemRow).where(ItemRow.id.in_(list(ids)))).all()
+    rows = item_rows_by_id(session, list(ids))
     by_pk = {r.pk: {"id": r.id, "title": r.title or "",
                     "text": text_for_signals(r.title, r.text, r.page_text),
                     "source": r.source, "assets": []} for r in rows}
-    for a in session.scalars(select(Asset).where(Asset.item_pk.in_(list(by_pk)))
-                             .order_by(Asset.item_pk, Asset.role, Asset.position)):
+    for a in assets_of(session, list(by_pk)):
         by_pk[a.item_pk]["assets"].append({"role": a.role, "path": a.path, "sha256": a.sha256})
     return {item["id"]: item for item in by_pk.values()}
 

@@ -17,19 +17,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence, TextIO
 
-from sqlalchemy import delete, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..results import UnknownItem
-from ..store.schema import Label, ReviewClaim, utcnow
-from ..store.schema import Item as ItemRow
+from ..store.labels import (
+    insert_label,
+    insert_labels,
+    label_decisions,
+    labels_from,
+    stream_labels_with_ids,
+)
+from ..store.queries import pks_by_id
+from ..store.queue import release_claim
+from ..store.schema import Label, utcnow
 
 DECISIONS = ("duplicate", "distinct", "unsure")
 EXPORT_FIELDS = ("a", "b", "decision", "reviewer", "created_at")
 EXPORT_FORMATS = ("jsonl", "csv")
 # Import row errors, each with the line number and a detail.
 IMPORT_REASONS = ("malformed_line", "bad_decision", "unknown_item", "same_item", "bad_time")
-_CHUNK = 5000
 
 PairKey = tuple[int, int]
 
@@ -52,12 +58,7 @@ def check_decision(decision: str) -> str:
 
 def _find_pks(session: Session, ids: Iterable[str]) -> dict[str, int]:
     """{id: pk} of the ones of these item ids that exist."""
-    found: dict[str, int] = {}
-    unique = list(dict.fromkeys(ids))
-    for start in range(0, len(unique), _CHUNK):
-        found.update(session.execute(select(ItemRow.id, ItemRow.pk).where(
-            ItemRow.id.in_(unique[start:start + _CHUNK]))).all())
-    return found
+    return pks_by_id(session, list(dict.fromkeys(ids)))
 
 
 def item_pks(session: Session, ids: Sequence[str]) -> dict[str, int]:
@@ -76,12 +77,9 @@ def add_label(session: Session, a_pk: int, b_pk: int, decision: str, reviewer: s
     if a_pk == b_pk:
         raise ValueError("a pair needs two different items")
     lo, hi = sorted((a_pk, b_pk))
-    label = Label(a_pk=lo, b_pk=hi, decision=check_decision(decision), reviewer=reviewer,
-                  created_at=created_at or utcnow())
-    session.add(label)
-    session.execute(delete(ReviewClaim).where(ReviewClaim.a_pk == lo, ReviewClaim.b_pk == hi,
-                                              ReviewClaim.reviewer == reviewer))
-    session.flush()
+    label = insert_label(session, lo, hi, check_decision(decision), reviewer,
+                         created_at or utcnow())
+    release_claim(session, lo, hi, reviewer)
     return label
 
 
@@ -99,9 +97,7 @@ def label_pair(sessions: sessionmaker[Session], a: str, b: str, decision: str,
 def decisions_in_force(session: Session) -> dict[PairKey, str]:
     """The decision in force per pair: the latest label, ignoring 'unsure'."""
     latest: dict[PairKey, str] = {}
-    for a, b, decision in session.execute(
-        select(Label.a_pk, Label.b_pk, Label.decision).order_by(Label.created_at, Label.pk)
-    ).all():
+    for a, b, decision in label_decisions(session):
         if decision != "unsure":
             latest[(a, b)] = decision
     return latest
@@ -112,12 +108,8 @@ def decisions_in_force(session: Session) -> dict[PairKey, str]:
 
 def iter_labels(sessions: sessionmaker[Session]) -> Iterator[dict[str, Any]]:
     """Every label ever recorded, oldest first, as export records (times in UTC)."""
-    a_item, b_item = ItemRow.__table__.alias("a_item"), ItemRow.__table__.alias("b_item")
-    query = (select(a_item.c.id, b_item.c.id, Label.decision, Label.reviewer, Label.created_at)
-             .join(a_item, a_item.c.pk == Label.a_pk).join(b_item, b_item.c.pk == Label.b_pk)
-             .order_by(Label.created_at, Label.pk).execution_options(yield_per=10_000))
     with sessions() as session:
-        for a, b, decision, reviewer, created in session.execute(query):
+        for a, b, decision, reviewer, created in stream_labels_with_ids(session):
             yield {"a": a, "b": b, "decision": decision, "reviewer": reviewer,
                    "created_at": _utc(created).isoformat()}
 
@@ -222,8 +214,7 @@ def import_labels(sessions: sessionmaker[Session], path: str | Path, reviewer: s
                 existing.add(key)
             records.append({"a_pk": lo, "b_pk": hi, "decision": r.decision, "reviewer": who,
                             "created_at": r.created_at or now})
-        if records:
-            session.execute(insert(Label), records)
+        insert_labels(session, records)
         report.imported = len(records)
     report.errors.sort(key=lambda e: e.line)
     return report
@@ -325,15 +316,8 @@ def _row(line_no: int, record: dict[str, Any]) -> _Row | RowError:
 
 
 def _existing_keys(session: Session, pks: set[int]) -> set[tuple[int, int, str, str, str]]:
-    keys: set[tuple[int, int, str, str, str]] = set()
-    ordered = sorted(pks)
-    for start in range(0, len(ordered), _CHUNK):
-        for a, b, decision, reviewer, created in session.execute(
-            select(Label.a_pk, Label.b_pk, Label.decision, Label.reviewer, Label.created_at)
-            .where(Label.a_pk.in_(ordered[start:start + _CHUNK]))
-        ):
-            keys.add((a, b, decision, reviewer, _utc(created).isoformat()))
-    return keys
+    return {(a, b, decision, reviewer, _utc(created).isoformat())
+            for a, b, decision, reviewer, created in labels_from(session, sorted(pks))}
 
 
 def _utc(moment: datetime) -> datetime:

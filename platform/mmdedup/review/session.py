@@ -6,13 +6,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Sequence
 
-from sqlalchemy import delete
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
-from ..store.schema import Label, utcnow
+from ..store.labels import delete_label
+from ..store.queue import take_claim
+from ..store.schema import utcnow
 from .labels import DECISIONS, PairKey, add_label
-from .queue import _take, check_tiers, claim, queue_size, release
+from .queue import check_tiers, claim, queue_size, release
 from .view import PairView, load_pairs
 
 
@@ -104,9 +105,8 @@ class ReviewSession:
         done = self.history.pop()
         self.counts[done.decision] -= 1
         with self.sessions.begin() as session:
-            session.execute(delete(Label).where(Label.pk == done.label_pk,
-                                                Label.reviewer == self.reviewer))
-            taken = _take(session, done.key, self.reviewer, utcnow(), self.ttl)
+            delete_label(session, done.label_pk, self.reviewer)
+            taken = take_claim(session, done.key, self.reviewer, utcnow(), self.ttl)
         if taken:
             if self._current is not None:
                 self.front.insert(0, self._current.key)

@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from sqlalchemy import select, tuple_
 from sqlalchemy.orm import Session
 
 from ..input.items import text_for_signals
-from ..store.schema import Asset, Pair
-from ..store.schema import Item as ItemRow
+from ..store.queries import assets_of, item_rows_by_pk, pairs_by_key
 from .labels import PairKey
 
 
@@ -38,13 +36,12 @@ def load_pairs(session: Session, keys: Sequence[PairKey]) -> dict[PairKey, PairV
     """Views of these pairs (ones rescored away since are missing)."""
     if not keys:
         return {}
-    pairs = session.scalars(select(Pair).where(tuple_(Pair.a_pk, Pair.b_pk).in_(list(keys)))).all()
+    pairs = pairs_by_key(session, list(keys))
     pks = list({pk for p in pairs for pk in (p.a_pk, p.b_pk)})
     items = {r.pk: {"id": r.id, "title": r.title or "",
                     "text": text_for_signals(r.title, r.text, r.page_text), "assets": []}
-             for r in session.scalars(select(ItemRow).where(ItemRow.pk.in_(pks)))}
-    for a in session.scalars(select(Asset).where(Asset.item_pk.in_(pks))
-                             .order_by(Asset.item_pk, Asset.role, Asset.position)):
+             for r in item_rows_by_pk(session, pks)}
+    for a in assets_of(session, pks):
         items[a.item_pk]["assets"].append(f"{a.role}: {a.path}")
     return {(p.a_pk, p.b_pk): PairView((p.a_pk, p.b_pk), items[p.a_pk], items[p.b_pk], p.score,
                                        p.tier, p.kind, dict(p.signals or {}), dict(p.details or {}))

@@ -7,7 +7,7 @@ kind; what belongs to a version (frequencies, words) hangs off the row's pk.
 from __future__ import annotations
 
 import numpy as np
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 from sqlalchemy.orm import Session
 
 from .db import insert_rows
@@ -27,6 +27,17 @@ def active_version(session: Session, kind: str) -> str | None:
 def active_versions(session: Session, kinds: tuple[str, ...]) -> dict[str, str]:
     return dict(session.execute(select(ModelVersion.kind, ModelVersion.version).where(
         ModelVersion.kind.in_(kinds), ModelVersion.active.is_(True))).all())
+
+
+def count_versions(session: Session, kind: str) -> int:
+    """How many versions of `kind` were ever stored, active or not."""
+    return session.scalar(select(func.count()).select_from(ModelVersion).where(ModelVersion.kind == kind))
+
+
+def versions_before(session: Session, kind: str, pk: int) -> list[ModelVersion]:
+    """The rows of `kind` stored before the row `pk`, newest first."""
+    return list(session.scalars(select(ModelVersion).where(
+        ModelVersion.kind == kind, ModelVersion.pk < pk).order_by(ModelVersion.pk.desc())))
 
 
 def doc_freqs(session: Session, model_pk: int) -> tuple[np.ndarray, np.ndarray]:

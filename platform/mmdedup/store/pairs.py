@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import delete, insert, or_, select, tuple_
+from sqlalchemy import Result, delete, insert, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from .db import select_in
@@ -81,3 +81,9 @@ def scored_pair_keys(session: Session) -> np.ndarray:
 
 def pair_tiers(session: Session) -> dict[tuple[int, int], str]:
     return {(a, b): t for a, b, t in session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier))}
+
+
+def stream_tier_scores(session: Session) -> Result:
+    """(tier, score) of every pair, streamed: iterate `.partitions()` for batches of 50,000
+    rows rather than holding every pair's row at once."""
+    return session.execute(select(Pair.tier, Pair.score).execution_options(yield_per=50_000))

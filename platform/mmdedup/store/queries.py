@@ -1,10 +1,11 @@
-"""What the results read: items by key, pairs by tier, failures and the store's counts."""
+"""What the results read: items by key, pairs by tier, failures and the store's counts;
+and the items, assets and pairs the review screen and the report show."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
 from .schema import Asset, Failure, IngestRun, Item, Label, Pair, Signature
@@ -21,6 +22,41 @@ def items_by_pk(session: Session, pks: list[int]) -> dict[int, Any]:
         rows.update({r.pk: r for r in session.execute(select(
             Item.pk, Item.id, Item.meta, Item.created_at).where(Item.pk.in_(pks[start:start + 5000])))})
     return rows
+
+
+def pks_by_id(session: Session, ids: Sequence[str]) -> dict[str, int]:
+    """{id: pk} of the ones of these item ids that exist."""
+    found: dict[str, int] = {}
+    for start in range(0, len(ids), 5000):
+        found.update(session.execute(select(Item.id, Item.pk).where(
+            Item.id.in_(ids[start:start + 5000]))).all())
+    return found
+
+
+def item_ids_of(session: Session, pks: Iterable[int]) -> dict[int, str]:
+    """{pk: id} of these items."""
+    return dict(session.execute(select(Item.pk, Item.id).where(Item.pk.in_(pks))).all())
+
+
+def item_rows_by_pk(session: Session, pks: Sequence[int]) -> list[Item]:
+    """The whole rows of these items (title, text, page text: what is shown of them)."""
+    return list(session.scalars(select(Item).where(Item.pk.in_(pks))))
+
+
+def item_rows_by_id(session: Session, ids: Sequence[str]) -> list[Item]:
+    """The whole rows of the items with these ids (ones that do not exist are missing)."""
+    return list(session.scalars(select(Item).where(Item.id.in_(ids))))
+
+
+def assets_of(session: Session, pks: Sequence[int]) -> list[Asset]:
+    """The assets of these items, by item, role and position: the order they are listed in."""
+    return list(session.scalars(select(Asset).where(Asset.item_pk.in_(pks))
+                                .order_by(Asset.item_pk, Asset.role, Asset.position)))
+
+
+def pairs_by_key(session: Session, keys: Sequence[tuple[int, int]]) -> list[Pair]:
+    """The stored pairs among these (a_pk, b_pk) keys (ones rescored away are missing)."""
+    return list(session.scalars(select(Pair).where(tuple_(Pair.a_pk, Pair.b_pk).in_(keys))))
 
 
 def pairs_in_tiers(session: Session, tiers: Sequence[str]) -> list[Pair]:
@@ -41,6 +77,10 @@ def failures(session: Session, include_resolved: bool) -> list[Failure]:
     return list(session.scalars(query))
 
 
+def count_items(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(Item)) or 0
+
+
 def counts(session: Session) -> dict[str, Any]:
     """Items, and counts by kind of assets, signatures, pairs, labels, open failures, runs."""
     def by(column: Any, *where: Any) -> dict[str, int]:
@@ -49,7 +89,7 @@ def counts(session: Session) -> dict[str, Any]:
             query = query.where(clause)
         return {str(k): v for k, v in session.execute(query).all()}
 
-    return {"items": session.scalar(select(func.count()).select_from(Item)) or 0,
+    return {"items": count_items(session),
             "assets": by(Asset.role), "signatures": by(Signature.kind), "pairs": by(Pair.tier),
             "labels": by(Label.decision),
             "open_failures": by(Failure.reason, Failure.resolved_at.is_(None)),
