@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterable, Sequence
+from typing import IO, Any, Iterable
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -191,7 +191,7 @@ class Platform:
         listed = registry.listed_names()
         with self.sessions() as session:
             ids = queries.item_ids(session)
-            return [pair_of(row, ids, listed) for row in queries.pairs_in_tiers(session, tiers)]
+            return [Pair.from_row(row, ids, listed) for row in queries.pairs_in_tiers(session, tiers)]
 
     def clusters(self) -> list[Cluster]:
         """Duplicate groups; the canonical member is the earliest ingested."""
@@ -295,15 +295,6 @@ def _read(source: str | Path | bytes) -> bytes:
     if not path.is_file():
         raise FileNotFoundError(f"no file at {path}")
     return path.read_bytes()
-
-
-def pair_of(row: Any, ids: dict[int, str], listed: Sequence[str]) -> Pair:
-    """A stored pair as a result: the listed signals always (None where absent), then the
-    others it has."""
-    signals = {name: row.signals.get(name) for name in listed}
-    signals.update({k: v for k, v in row.signals.items() if k not in signals})
-    return Pair(ids[row.a_pk], ids[row.b_pk], row.score, row.tier, row.kind, signals,
-                dict(row.details or {}))
 
 
 __all__ = ["Platform", "Item", "IngestReport", "Pair", "Cluster", "Match", "UnknownItem"]

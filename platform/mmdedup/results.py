@@ -7,7 +7,7 @@ the CLI's jsonl and csv, the report and the review screen all go through it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 
 class UnknownItem(KeyError):
@@ -60,6 +60,16 @@ class Pair(_Line):
     kind: str
     signals: dict[str, float | None]
     details: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: Any, ids: dict[int, str], listed: Sequence[str] = ()) -> Pair:
+        """A stored pair (a row with a_pk, b_pk, score, tier, kind, signals, details) as a
+        result: the `listed` signals always (None where absent), then the others it has."""
+        stored = row.signals or {}
+        signals = {name: stored.get(name) for name in listed}
+        signals.update({k: v for k, v in stored.items() if k not in signals})
+        return cls(ids[row.a_pk], ids[row.b_pk], row.score, row.tier, row.kind, signals,
+                   dict(row.details or {}))
 
     def as_dict(self) -> dict[str, Any]:
         out = {"a": self.a, "b": self.b, "score": round(self.score, 4), "tier": self.tier,

@@ -9,6 +9,7 @@ from typing import Any, Iterable
 import numpy as np
 from sqlalchemy.orm import Session
 
+from ..results import Pair
 from ..config import TIERS, Settings
 from ..input.items import text_for_signals
 from ..store.pairs import stream_tier_scores
@@ -72,9 +73,7 @@ def review_queue(session: Session, limit: int) -> tuple[int, list[dict[str, Any]
     total = queue_count(session, None, ("medium",), now)
     rows = queue_pairs(session, None, ("medium",), now, limit)
     ids = item_ids_of(session, {pk for p in rows for pk in (p.a_pk, p.b_pk)})
-    return total, [{"a": ids[p.a_pk], "b": ids[p.b_pk], "score": round(p.score, 4),
-                    "tier": p.tier, "kind": p.kind, "signals": p.signals,
-                    "details": p.details or {}} for p in rows]
+    return total, [Pair.from_row(p, ids).as_dict() for p in rows]
 
 
 def load_items(session: Session, ids: Iterable[str]) -> dict[str, dict[str, Any]]:

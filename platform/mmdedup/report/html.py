@@ -264,7 +264,7 @@ def signals_html(pair: dict[str, Any], settings: Settings) -> str:
     rows = []
     for name in names:
         value = pair["signals"].get(name)
-        details = pair["details"].get(name) or {}
+        details = pair.get("details", {}).get(name) or {}
         why = ", ".join(f"{_e(k)} {_e(_fmt(v))}" for k, v in details.items())
         rows.append(f'<tr><td>{_e(name)}</td><td>{"-" if value is None else f"{value:.3f}"}</td>'
                     f'<td class="muted">{why}</td></tr>')

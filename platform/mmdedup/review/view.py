@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from sqlalchemy.orm import Session
 
 from ..input.items import text_for_signals
+from ..results import Pair
 from ..store.queries import assets_of, item_rows_by_pk, pairs_by_key
 from .labels import PairKey
 
@@ -27,9 +28,8 @@ class PairView:
 
     def record(self) -> dict[str, Any]:
         """As a pairs-file line."""
-        return {"a": self.a["id"], "b": self.b["id"], "score": round(self.score, 4),
-                "tier": self.tier, "kind": self.kind, "signals": self.signals,
-                "details": self.details}
+        return Pair(self.a["id"], self.b["id"], self.score, self.tier, self.kind, self.signals,
+                    self.details).as_dict()
 
 
 def load_pairs(session: Session, keys: Sequence[PairKey]) -> dict[PairKey, PairView]:
