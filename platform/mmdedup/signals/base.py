@@ -258,15 +258,9 @@ class Signal(Generic[V, S]):
             pos, batch = self.stored(session, np.unique(pks).tolist())
         found = np.fromiter(pos, np.int64, len(pos))
         raw, details = self.similarity([value] * len(found), self.take(batch, np.arange(len(found))))
-        raw, details = self.adjust_query(probe, found, raw, details)
         scores = self.calibrate(raw)
         return {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
                 for i, pk in enumerate(found.tolist())}
-
-    def adjust_query(self, probe: LoadedItem, pks: np.ndarray, raw: np.ndarray,
-                     details: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """`adjust` for a probe against stored items."""
-        return raw, details
 
 
 def _spread(column: np.ndarray, have: np.ndarray) -> np.ndarray:

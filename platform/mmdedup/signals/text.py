@@ -237,12 +237,16 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         decisive = Decisive(self.signer.words)
         if not decisive:
             return raw, details
-        found = load_signatures(session, TOKENS_KIND, tokens_version(), np.unique(np.concatenate([a, b])).tolist())
-        words = {pk: decisive.words_in(np.frombuffer(v, np.uint64)) for pk, v in found.items()}
-        none = frozenset()
-        share = decisive.shares([words.get(pk, none) for pk in a.tolist()],
-                                [words.get(pk, none) for pk in b.tolist()])
+        words = self._stored_words(session, decisive, np.concatenate([a, b]))
+        share = decisive.shares([words.get(pk, frozenset()) for pk in a.tolist()],
+                                [words.get(pk, frozenset()) for pk in b.tolist()])
         return raw * (1 - share), {**details, "decisive": share}
+
+    @staticmethod
+    def _stored_words(session: Session, decisive: Decisive, pks: np.ndarray) -> dict[int, frozenset]:
+        """The decisive words of stored items, from their token sequences."""
+        found = load_signatures(session, TOKENS_KIND, tokens_version(), np.unique(pks).tolist())
+        return {pk: decisive.words_in(np.frombuffer(v, np.uint64)) for pk, v in found.items()}
 
     # --- ingest --------------------------------------------------------------------------
 
@@ -400,11 +404,9 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                                                stored.take(np.fromiter(pos.values(), np.intp, len(pos))))
                 decisive = Decisive(self.signer.words)
                 if decisive:
-                    mine = decisive.words_in(tokens.doc(0))
-                    theirs = load_signatures(session, TOKENS_KIND, tokens_version(), found.tolist())
-                    share = decisive.shares([mine] * len(found), [
-                        decisive.words_in(np.frombuffer(theirs[pk], np.uint64)) if pk in theirs else frozenset()
-                        for pk in found.tolist()])
+                    theirs = self._stored_words(session, decisive, found)
+                    share = decisive.shares([decisive.words_in(tokens.doc(0))] * len(found),
+                                            [theirs.get(pk, frozenset()) for pk in found.tolist()])
                     raw = raw * (1 - share)
                 scores = self.calibrate(raw)
                 out = {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
