@@ -219,6 +219,8 @@ class Signal(Generic[V, S]):
         if not len(a):
             return SignalValues(values)
         pos, batch = self.stored(session, np.unique(np.concatenate([a, b])).tolist())
+        if not pos:  # (most signals for most candidates: a text corpus has no pictures)
+            return SignalValues(values)
         ra = np.array([pos.get(pk, -1) for pk in a.tolist()], np.int64)
         rb = np.array([pos.get(pk, -1) for pk in b.tolist()], np.int64)
         have = (ra >= 0) & (rb >= 0)
