@@ -44,11 +44,15 @@ class Platform:
         self.sessions = sessions
         self._configured = settings  # as configured; `settings` adds the fitted fusion model
         self.settings = settings
-        self._signals = [kind(home, sessions, settings) for kind in (signals or registry.SIGNALS)]
+        # Every signal gets the scorer at construction (a re-sign re-pairs what it changed),
+        # and the scorer every signal.
+        self._signals = [kind(home, sessions, settings, rescore=self._rescore)
+                         for kind in (signals or registry.SIGNALS)]
         self._scorer = PairScorer(self._signals, settings)
-        for signal in self._signals:
-            signal.rescore = self._scorer
         self._load_fusion()
+
+    def _rescore(self, session: Session, pairs: Any) -> int:
+        return self._scorer(session, pairs)
 
     @classmethod
     def open(cls, home: str | Path | None = None, db_url: str | None = None) -> Platform:
@@ -126,7 +130,8 @@ class Platform:
     def _load_fusion(self) -> None:
         """Fusion weights and tiers: the retrained model in force, else the configured."""
         with self.sessions() as session:
-            self.settings = with_fusion(self._configured, active_fusion(session), registry.settings_types())
+            self.settings = with_fusion(self._configured, active_fusion(session),
+                                        {s.name: s.settings_type for s in self._signals})
         self._scorer.settings = self.settings
 
     # --- learning ----------------------------------------------------------------------

@@ -62,7 +62,8 @@ class Signal(Generic[V, S]):
     # The raw figures a query result reports (a pair keeps all of them).
     query_figures: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings) -> None:
+    def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings, *,
+                 rescore: Callable[[Session, np.ndarray], int] | None = None) -> None:
         self.folder = home / "index"
         self.sessions = sessions
         self.settings = settings
@@ -71,7 +72,7 @@ class Signal(Generic[V, S]):
         self._index_version: str | None = None
         # Scores pairs with every signal and writes them (the Platform's scorer), for a
         # signal that re-signs stored items and must re-pair them.
-        self.rescore: Callable[[Session, np.ndarray], int] | None = None
+        self.rescore = rescore
 
     # --- the signal's own steps ---------------------------------------------------------
 
@@ -100,18 +101,20 @@ class Signal(Generic[V, S]):
     def new_index(self) -> Any:
         raise NotImplementedError
 
-    def index_add(self, index: Any, pks: np.ndarray, values: list[V]) -> None:
+    def index_add(self, index: Any, pks: np.ndarray, values: Any) -> None:
+        """Index a batch of values (a list, or what `unpack_many` makes) under their pks."""
         raise NotImplementedError
 
     def index_remove(self, index: Any, pks: np.ndarray) -> None:
         raise NotImplementedError
 
-    def search(self, index: Any, values: list[V]) -> tuple[np.ndarray, np.ndarray]:
-        """(row of `values`, item pk) of every candidate the index proposes."""
+    def search(self, index: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
+        """(row of the batch `values`, item pk) of every candidate the index proposes."""
         raise NotImplementedError
 
-    def similarity(self, a: list[V], b: list[V]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Raw similarity of each pair (a[i], b[i]) and the raw figures behind it."""
+    def similarity(self, a: Any, b: Any) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Raw similarity of each pair (a[i], b[i]) of two aligned batches, and the raw
+        figures behind it."""
         raise NotImplementedError
 
     def calibrate(self, raw: np.ndarray | float) -> np.ndarray:
