@@ -250,16 +250,3 @@ def test_token_hashes_identical_in_another_process() -> None:
                              capture_output=True, text=True, env=env, timeout=120, check=True)
         outs.append(json.loads(run.stdout))
     assert outs[0] == outs[1] == hash_strings(words).tolist()
-
-
-def test_hash_tokens_weights_fn_sees_distinct_tokens_once() -> None:
-    calls = []
-
-    def weights(names):
-        calls.append(list(names))
-        return [len(s) for s in names]
-
-    batch = hash_tokens([["aa", "b", "aa"], ["ccc", "b"]], weights)
-    assert len(calls) == 1 and sorted(calls[0]) == ["aa", "b", "ccc"]
-    assert batch.weights.tolist() == [2, 1, 2, 3, 1]
-    assert batch.offsets.tolist() == [0, 3, 5]

@@ -8,7 +8,7 @@ note below.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -193,15 +193,8 @@ def hash_strings(strings: Sequence[str]) -> np.ndarray:
     return hash_tokens(parts).hashes
 
 
-WeightsFn = Callable[[list[str]], "np.ndarray | Sequence[float]"]
-
-
-def hash_tokens(docs: Sequence[Sequence[str]], weights_fn: WeightsFn | None = None) -> TokenBatch:
-    """Hash every token of every document into one TokenBatch.
-
-    `weights_fn` gets the batch's distinct tokens once (a list of str) and returns one
-    weight per token (learned word weights, idf...); each occurrence gets its token's weight.
-    """
+def hash_tokens(docs: Sequence[Sequence[str]]) -> TokenBatch:
+    """Hash every token of every document into one TokenBatch."""
     docs = docs if isinstance(docs, list) else list(docs)
     counts = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
     offsets = _offsets(counts)
@@ -211,13 +204,4 @@ def hash_tokens(docs: Sequence[Sequence[str]], weights_fn: WeightsFn | None = No
             _hash_ranges(data, starts, lens, hashes[offsets[d0] : offsets[d1]])
     except _SepInToken:  # a token with a NUL inside: rare, do it the slow way
         hashes = _hash_ranges(*_encoded_ranges([t for d in docs for t in d]))
-    weights = None
-    if weights_fn is not None:
-        uniq, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
-        doc_of = np.searchsorted(offsets, first, side="right") - 1
-        names = [docs[d][i] for d, i in zip(doc_of.tolist(), (first - offsets[doc_of]).tolist())]
-        w = np.asarray(weights_fn(names), dtype=np.float32)
-        if w.shape != (len(uniq),):
-            raise ValueError(f"weights_fn returned shape {w.shape}, expected ({len(uniq)},)")
-        weights = w[inverse.reshape(-1)]
-    return TokenBatch(hashes, offsets, weights)
+    return TokenBatch(hashes, offsets)

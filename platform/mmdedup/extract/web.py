@@ -48,7 +48,6 @@ DOM_PERM = 128
 DOM_TOKENS = 2  # class/id tokens kept per element
 _DOM_MINHASH = MinHash(num_perm=DOM_PERM, seed=1)
 DOM_VERSION = f"dom1-t{DOM_TOKENS}-nodigits-uni+bi-max{MAX_PATHS}|{_DOM_MINHASH.version}|{SIMHASH_VERSION}"
-EXTRACT_VERSION = "web1-trafilatura-precision-nocomments+lxmlfallback+htmldate"
 
 
 class PageError(ValueError):
