@@ -67,8 +67,9 @@ from mmdedup.extract import image as mi  # noqa: E402
 from mmdedup.extract.minhash import jaccard  # noqa: E402
 from mmdedup.extract.simhash import hamming  # noqa: E402
 from mmdedup.extract.text_sketches import TextSketches  # noqa: E402
+from mmdedup.input.items import probe_item  # noqa: E402
 from mmdedup.signals.scorer import fusion_of  # noqa: E402
-from mmdedup.store.db import load_signatures  # noqa: E402
+from mmdedup.store.signatures import load_signatures  # noqa: E402
 
 K = 10
 CHUNK = 10_000
@@ -357,7 +358,7 @@ def main() -> None:
     # service answering one query after another would), the methods one after the other.
     methods = {
         "query": "mmdedup Platform.query",
-        "textpath": "of which the text signal (Platform.text.query)",
+        "textpath": "of which the text signal (signal("text").query)",
         "scan": "brute-force scan (numpy, every stored item)",
         "simhash": f"SimHash-only popcount scan, radius {platform.signal('text').config.simhash_radius}",
     }
@@ -372,7 +373,7 @@ def main() -> None:
                 if m == "query":
                     got = platform.query(text, image=image, k=K)
                 elif m == "textpath":
-                    got = platform.signal("text").query([text])
+                    got = platform.signal("text").query(probe_item(text, None, None, platform.settings))
                 elif m == "scan":
                     got = scan.query(text, image)
                 else:
