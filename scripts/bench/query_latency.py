@@ -21,7 +21,7 @@ Timed: the wall time of one `Platform.query(text, image=bytes, k=10)` call, the 
 and its indexes loaded (the first query of each kind, which loads them, is timed apart);
 each method runs a kind's whole query list back to back, as a service answering one query
 after another would. Also timed: the text signal's own path inside the query
-(`Platform.text.query`: sign, SimHash and LSH lookups, stored sketches read, scores), so
+(`Platform.signal("text").query`: sign, SimHash and LSH lookups, stored sketches read, scores), so
 the rest of a text query's time is visible. Brute force: every stored text sketch and
 picture code loaded from the store into memory once; per query the query is signed
 exactly as the product signs it (same signer, same image codes), then scored against
