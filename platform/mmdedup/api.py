@@ -171,15 +171,15 @@ class Platform:
                            and any(s.wants_pixels() for s in self._signals))
         signals: dict[int, dict[str, float]] = {}
         details: dict[int, dict[str, float]] = {}
-        weights: dict[str, float] = {}
+        fusion = fusion_of(self._signals, self.settings)
+        weights = dict(fusion.weights)
         for signal in self._signals:
-            weights.update(signal.query_weights())
+            weights.update(signal.query_only_weights())
             for name, found in signal.queries(probe).items():
                 for pk, (score, figures) in found.items():
                     signals.setdefault(pk, {})[name] = score
                     details.setdefault(pk, {}).update(figures)
-        fusion = fusion_of(self._signals, self.settings)
-        fusion = fusion.with_weights({**weights, **fusion.weights})
+        fusion = fusion.with_weights(weights)
         scored = sorted(((fusion.fuse(sig), pk) for pk, sig in signals.items()),
                         key=lambda sp: (-sp[0], sp[1]))
         scored = [(score, pk) for score, pk in scored if score >= min_score]

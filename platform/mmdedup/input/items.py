@@ -219,26 +219,10 @@ def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels:
         media_type = MEDIA_TYPES.get(ext, "application/octet-stream")
         assets.append(LoadedAsset(role, position, rel, path, hashlib.sha256(data).hexdigest(),
                                   len(data), media_type, data))
-    images, decoded = None, None
-    pictures = [a for a in assets if a.role == "image"]
-    if pictures:
-        # Decoding here (not in a later signal) lets a bad picture fail its item with a
-        # reason before anything is written.
-        decoded = []
-        for asset in pictures:
-            try:
-                decoded.append(load_image(asset.data, settings.max_image_pixels, draft_side=WORK_SIDE))
-            except ImageError as error:
-                raise InputError(error.reason, f"{asset.path}: {error.detail}") from error
-        images = codes_of(decoded, [None] * len(decoded))
-    video = None
-    clip = next((a for a in assets if a.role == "video"), None)
-    if clip is not None:
-        try:
-            video = video_frames(clip.data, max_seconds=settings.max_video_seconds,
-                                 max_bytes=settings.max_file_bytes, keep_images=keep_pixels)
-        except VideoError as exc:
-            raise InputError(exc.reason, f"{clip.path}: {exc.detail}") from exc
+    try:
+        images, decoded, video = _decode_media(assets, settings, keep_pixels)
+    except _Unreadable as bad:
+        raise InputError(bad.error.reason, f"{bad.asset.path}: {bad.error.detail}") from bad.error
     page = None
     html = next((a for a in assets if a.role == "html"), None)
     if html is not None:
@@ -258,7 +242,7 @@ def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels:
     fingerprint = _sha256(_fingerprint_json(
         [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]]))
     return LoadedItem(item, assets, body_hash, content_key, fingerprint, page, images=images,
-                      video=video, pictures=decoded if keep_pixels else None)
+                      video=video, pictures=decoded)
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
@@ -296,21 +280,46 @@ def probe_item(text: str | None, image: bytes | None, video: bytes | None, setti
     """A query's probe as a loaded item that is never stored: its picture and video
     decoded as an ingest decodes them, so every signal extracts from it what it would from
     an item. A probe that cannot be read is a ValueError saying which part and why."""
-    item = Item(id="<query>", text=text)
-    assets, decoded, images, frames = [], None, None, None
-    if image is not None:
+    assets = [LoadedAsset(role, 0, "<query>", Path("<query>"), "", len(data), "", data)
+              for role, data in (("image", image), ("video", video)) if data is not None]
+    try:
+        images, decoded, frames = _decode_media(assets, settings, keep_pixels)
+    except _Unreadable as bad:
+        raise ValueError(f"the query {bad.asset.role} cannot be read: {bad.error}") from bad.error
+    return LoadedItem(Item(id="<query>", text=text), assets, text_hash(text), "", "", images=images,
+                      video=frames, pictures=decoded)
+
+
+class _Unreadable(Exception):
+    """A picture or video that cannot be decoded, and which asset it was."""
+
+    def __init__(self, asset: LoadedAsset, error: ImageError | VideoError) -> None:
+        super().__init__(str(error))
+        self.asset = asset
+        self.error = error
+
+
+def _decode_media(assets: list[LoadedAsset], settings: Settings, keep_pixels: bool
+                  ) -> tuple[ImageCodes | None, list[Any] | None, VideoFrames | None]:
+    """(picture codes, the decoded pictures if `keep_pixels`, video frames) of an item's
+    assets, each decoded once here, before anything is written, so a bad one fails its
+    item (`_Unreadable`)."""
+    images, decoded = None, None
+    pictures = [a for a in assets if a.role == "image"]
+    if pictures:
+        decoded = []
+        for asset in pictures:
+            try:
+                decoded.append(load_image(asset.data, settings.max_image_pixels, draft_side=WORK_SIDE))
+            except ImageError as error:
+                raise _Unreadable(asset, error) from error
+        images = codes_of(decoded, [None] * len(decoded))
+    video = None
+    clip = next((a for a in assets if a.role == "video"), None)
+    if clip is not None:
         try:
-            decoded = [load_image(image, settings.max_image_pixels, draft_side=WORK_SIDE)]
-        except ImageError as exc:
-            raise ValueError(f"the query image cannot be read: {exc}") from exc
-        images = codes_of(decoded, [None])
-        assets.append(LoadedAsset("image", 0, "<query>", Path("<query>"), "", len(image), "", image))
-    if video is not None:
-        try:
-            frames = video_frames(video, max_seconds=settings.max_video_seconds,
-                                  max_bytes=settings.max_file_bytes, keep_images=keep_pixels)
-        except VideoError as exc:
-            raise ValueError(f"the query video cannot be read: {exc}") from exc
-        assets.append(LoadedAsset("video", 0, "<query>", Path("<query>"), "", len(video), "", video))
-    return LoadedItem(item, assets, text_hash(text), "", "", images=images, video=frames,
-                      pictures=decoded if keep_pixels else None)
+            video = video_frames(clip.data, max_seconds=settings.max_video_seconds,
+                                 max_bytes=settings.max_file_bytes, keep_images=keep_pixels)
+        except VideoError as error:
+            raise _Unreadable(clip, error) from error
+    return images, decoded if keep_pixels else None, video

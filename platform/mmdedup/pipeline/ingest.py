@@ -31,7 +31,6 @@ from ..store.pairs import insert_exact_pairs
 from ..store.runs import finish_run, start_run
 from ..store.schema import utcnow
 
-# Which pair signals an exact match on each part of the content sets to 1.0.
 @dataclass
 class IngestReport:
     source: str

@@ -241,9 +241,9 @@ class Signal(Generic[V, S]):
 
     # --- queries -------------------------------------------------------------------------
 
-    def query_weights(self) -> dict[str, float]:
-        """Fusion weights of what `queries` returns."""
-        return {self.name: self.config.weight}
+    def query_only_weights(self) -> dict[str, float]:
+        """Fusion weights of the query-only signals `queries` adds (none by default)."""
+        return {}
 
     def queries(self, probe: LoadedItem) -> dict[str, dict[int, tuple[float, dict[str, float]]]]:
         """{signal name: query results}: this signal's, and any query-only signal it

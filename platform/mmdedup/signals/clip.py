@@ -146,8 +146,8 @@ class ClipSignal(Signal[np.ndarray, ClipSettings]):
 
     # --- text-to-picture queries ---------------------------------------------------------
 
-    def query_weights(self) -> dict[str, float]:
-        return {self.name: self.config.weight, TEXT_SIGNAL: self.config.text_weight}
+    def query_only_weights(self) -> dict[str, float]:
+        return {TEXT_SIGNAL: self.config.text_weight}
 
     def queries(self, probe: LoadedItem) -> dict[str, dict[int, tuple[float, dict[str, float]]]]:
         out = {}
