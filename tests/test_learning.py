@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import os
 import threading
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -11,8 +11,7 @@ import pytest
 from mmdedup import Platform
 from mmdedup.config import Settings
 from mmdedup.learn import weights
-from mmdedup.learn.retrain import LockBusy, job_lock
-from mmdedup.store.schema import utcnow
+from mmdedup.store.locks import LockBusy, job_lock
 
 from conftest import write_manifest
 
@@ -152,9 +151,9 @@ def test_labels_and_models_survive_reopening(labelled, home: Path, db_url: str) 
 
 def test_a_second_retrain_exits_with_a_clear_message_or_waits(labelled, cli) -> None:
     p, _, _ = labelled
-    ttl = timedelta(hours=1)
-    with job_lock(p.sessions, "retrain", "other-host:42", ttl):
-        with pytest.raises(LockBusy, match="another retrain is running \\(other-host:42"):
+    engine = p.sessions.kw["bind"]
+    with job_lock(engine, "retrain"):
+        with pytest.raises(LockBusy, match=f"another retrain is running \\(.*{os.getpid()}"):
             p.retrain()
         rc, out, err = cli("retrain")
         assert rc == 3 and "another retrain is running" in err and out == ""
@@ -162,7 +161,7 @@ def test_a_second_retrain_exits_with_a_clear_message_or_waits(labelled, cli) -> 
     held, release = threading.Event(), threading.Event()
 
     def hold() -> None:
-        with job_lock(p.sessions, "retrain", "other-host:43", ttl):
+        with job_lock(engine, "retrain"):
             held.set()
             release.wait(10)
 
@@ -185,8 +184,7 @@ def test_concurrent_retrains_never_both_run(platform: Platform) -> None:
 
     def take(name: str) -> None:
         try:
-            with job_lock(platform.sessions, "retrain", name, timedelta(hours=1), wait_seconds=20,
-                          poll=0.05):
+            with job_lock(platform.sessions.kw["bind"], "retrain", wait_seconds=20, poll=0.05):
                 if not active.acquire(blocking=False):
                     overlap.append(True)
                     return
@@ -204,16 +202,6 @@ def test_concurrent_retrains_never_both_run(platform: Platform) -> None:
     assert not overlap and sorted(holders) == ["t0", "t1", "t2", "t3"]
 
 
-def test_a_crashed_runs_lock_expires(platform: Platform) -> None:
-    from mmdedup.store.schema import JobLock
-
-    with platform.sessions.begin() as session:
-        session.add(JobLock(name="retrain", holder="dead:1", acquired_at=utcnow() - timedelta(days=2),
-                            expires_at=utcnow() - timedelta(days=1)))
-    report = platform.retrain()
-    assert not report.changed  # it ran (empty store: nothing to change)
-
-
 def test_the_scheduled_job_logs_one_json_line_and_reports_a_busy_lock(
         labelled, home: Path, db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     import json
@@ -229,10 +217,10 @@ def test_the_scheduled_job_logs_one_json_line_and_reports_a_busy_lock(
     assert record["versions"]["words"]["before"] == "default"
     assert {"from": "strong", "to": "none"} in [{k: c[k] for k in ("from", "to")}
                                                 for c in record["tier_changes"]]
-    with job_lock(p.sessions, "retrain", "elsewhere:1", timedelta(hours=1)):
+    with job_lock(p.sessions.kw["bind"], "retrain"):
         assert retrain_job.main(["--home", str(home), "--db", db_url, "--wait", "0"]) == 3
     record = json.loads(capsys.readouterr().out)
-    assert record["status"] == "busy" and "elsewhere:1" in record["error"]
+    assert record["status"] == "busy" and f":{os.getpid()} since" in record["error"]
 
 
 def test_a_long_lived_process_follows_a_retrain_made_elsewhere(labelled, home: Path, db_url: str,

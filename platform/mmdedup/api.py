@@ -19,7 +19,7 @@ from .config import DEFAULT_HOME, Settings, load_settings, tiers_at_least
 from .extract.web import extract_page
 from .input.items import Item, probe_item
 from .input.sources import count_manifest_lines, folder_files, read_folder, read_items, read_manifest
-from .learn.retrain import Job, LockBusy, RetrainReport, active_fusion, with_fusion  # noqa: F401
+from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .pipeline.ingest import IngestReport, run_ingest
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
 from .results import Cluster, Match, Pair, UnknownItem
@@ -32,6 +32,7 @@ from .signals.base import Signal
 from .signals.scorer import PairScorer, fusion_of
 from .store import queries
 from .store.db import open_store, resolve_url
+from .store.locks import LockBusy  # noqa: F401  (raised by retrain)
 
 
 class Platform:
@@ -125,7 +126,14 @@ class Platform:
             signal.catch_up()
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
-                          signals=self._signals, scorer=self._scorer, workers=workers)
+                          signals=self._signals, scorer=self._scorer, workers=workers,
+                          follow=self._follow_models)
+
+    def _follow_models(self) -> None:
+        """Take up the models another process (a retrain, a TF-IDF refresh) made active."""
+        for signal in self._signals:
+            signal.follow_active()
+        self._load_fusion()
 
     def _load_fusion(self) -> None:
         """Fusion weights and tiers: the retrained model in force, else the configured."""

@@ -3,8 +3,14 @@
 Idempotent: each model is recomputed from what the store holds (document frequencies from
 the stored token sequences, word weights and fusion from the labels in force), and a model
 equal to the active one changes nothing, so a second run with no new labels or texts
-re-signs nothing. One run at a time, across machines: the job holds a row in `job_locks`
-(its primary key is the lock) and a second run waits or exits with `LockBusy`.
+re-signs nothing. One run at a time, across machines: the job holds a lock that lives as
+long as its process (store/locks.py); a second run waits or exits with `LockBusy`.
+
+A run cut short (killed, a lost connection) is finished by the next: texts signed under
+superseded models are signed again, and pairs scored by models no longer in force (their
+`model_version`) are re-scored first thing. Models are made active under the store's
+write lock, so an ingest running beside a retrain scores each chunk with the models in
+force when it writes, and what it wrote before is among the pairs the retrain re-scores.
 
 Every run is recorded as a model version of kind "retrain" naming the versions it made
 active and the ones before them; a rollback re-activates the ones before and re-signs and
@@ -13,17 +19,11 @@ re-scores, so the scores are the previous run's again.
 
 from __future__ import annotations
 
-import os
-import socket
-import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
-from typing import Callable, Iterator, Mapping, Protocol
+from typing import Callable, Mapping, Protocol
 
 import numpy as np
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings, SignalSettings
@@ -33,9 +33,9 @@ from ..score.fusion import Fusion
 from ..signals.text import WORDS_KIND, freeze, load_word_weights
 from ..store.db import activate_version
 from ..store.items import texts_of
-from ..store.jobs import insert_lock, lock_row, release_lock, take_over_expired_lock
+from ..store.locks import job_lock, take_write_lock
 from ..store.models import active_row, active_version, count_versions, versions_before
-from ..store.pairs import pair_tiers, scored_pair_keys
+from ..store.pairs import pair_tiers, stale_pairs
 from ..store.schema import utcnow
 from . import weights as word_weights
 from .fusion_fit import FusionModel, fit_from_settings
@@ -43,10 +43,6 @@ from .fusion_fit import FusionModel, fit_from_settings
 RUN_KIND = "retrain"
 FUSION_KIND = "fusion"
 LOCK_NAME = "retrain"
-
-
-class LockBusy(Exception):
-    """Another retrain holds the lock."""
 
 
 class TextModels(Protocol):
@@ -66,6 +62,7 @@ class RetrainReport:
     words_moved: list[tuple[str, float, float]] = field(default_factory=list)
     fusion: dict | None = None
     resigned: bool = False
+    resumed_pairs: int = 0  # left on superseded models by an earlier run cut short
     rescored_pairs: int = 0
     tier_changes: Counter[tuple[str, str]] = field(default_factory=Counter)
     rolled_back: bool = False
@@ -80,13 +77,20 @@ class RetrainReport:
                 "versions": {k: {"before": a, "after": b} for k, (a, b) in self.versions.items()},
                 "labels": dict(self.labels), "fusion": self.fusion,
                 "words_moved": [{"word": w, "before": a, "after": b} for w, a, b in self.words_moved],
-                "resigned": self.resigned, "rescored_pairs": self.rescored_pairs,
+                "resigned": self.resigned, "resumed_pairs": self.resumed_pairs,
+                "rescored_pairs": self.rescored_pairs,
                 "tier_changes": [{"from": a, "to": b, "pairs": n}
                                  for (a, b), n in sorted(self.tier_changes.items())]}
 
     def summary(self) -> str:
-        what = "rollback" if self.rolled_back else "retrain"
-        lines = [f"{what}: labels in force: " + (", ".join(f"{k} {v}" for k, v in sorted(self.labels.items())) or "none")]
+        if self.rolled_back:
+            lines = ["rollback: models of the run before the last retrain restored"]
+        else:
+            lines = ["retrain: labels in force: " + (", ".join(
+                f"{k} {v}" for k, v in sorted(self.labels.items())) or "none")]
+        if self.resumed_pairs:
+            lines.append(f"  finished an earlier run cut short: {self.resumed_pairs} pairs "
+                         "re-scored under the models in force")
         for kind, (a, b) in self.versions.items():
             lines.append(f"  {kind}: {a} -> {b}" if a != b else f"  {kind}: {a} (unchanged)")
         if self.words_moved:
@@ -94,7 +98,7 @@ class RetrainReport:
                 f"{w} {a:.2f}->{b:.2f}" for w, a, b in self.words_moved[:10]))
         if self.fusion:
             lines.append(f"  fusion: {self.fusion.get('reason', '')}")
-        if not self.changed:
+        if not self.changed and not self.resigned and not self.rescored_pairs and not self.tier_changes:
             lines.append("  nothing changed: no item re-signed, no pair re-scored")
             return "\n".join(lines)
         lines.append(f"  items re-signed: {'all texts' if self.resigned else 'none'}; "
@@ -102,46 +106,6 @@ class RetrainReport:
         moves = [f"{a}->{b} {n}" for (a, b), n in sorted(self.tier_changes.items()) if a != b]
         lines.append("  pairs whose tier changed: " + (", ".join(moves) if moves else "none"))
         return "\n".join(lines)
-
-
-# --- the lock --------------------------------------------------------------------------
-
-
-def holder_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-@contextmanager
-def job_lock(sessions: sessionmaker[Session], name: str, holder: str, ttl: timedelta,
-             wait_seconds: float = 0.0, poll: float = 1.0) -> Iterator[None]:
-    """Hold the named lock for the block. Taking it is one INSERT of the lock's primary
-    key, which the database lets only one transaction win; a lock past its expiry (a run
-    that crashed) is taken over by an UPDATE that only one taker can match."""
-    deadline = time.monotonic() + wait_seconds
-    while not _try_lock(sessions, name, holder, ttl):
-        if time.monotonic() >= deadline:
-            with sessions() as session:
-                row = lock_row(session, name)
-            who = f"{row.holder} since {row.acquired_at:%Y-%m-%d %H:%M:%S}" if row else "another run"
-            raise LockBusy(f"another {name} is running ({who}); try again later or pass --wait")
-        time.sleep(poll)
-    try:
-        yield
-    finally:
-        with sessions.begin() as session:
-            release_lock(session, name, holder)
-
-
-def _try_lock(sessions: sessionmaker[Session], name: str, holder: str, ttl: timedelta) -> bool:
-    now = utcnow()
-    try:
-        with sessions.begin() as session:
-            insert_lock(session, name, holder, now, ttl)
-        return True
-    except IntegrityError:
-        pass
-    with sessions.begin() as session:
-        return take_over_expired_lock(session, name, holder, now, ttl)
 
 
 # --- models in force -------------------------------------------------------------------
@@ -172,6 +136,11 @@ class Scorer(Protocol):
 
     def signals_of(self, session: Session, pairs: np.ndarray) -> list[dict[str, float]]: ...
 
+    def version(self) -> str: ...  # what a pair scored now is stamped with
+
+
+RESCORE_BATCH = 5000
+
 
 @dataclass
 class Job:
@@ -183,28 +152,31 @@ class Job:
     on_models_changed: Callable[[], None]  # the caller re-reads the fusion model
 
     def run(self, wait_seconds: float = 0.0) -> RetrainReport:
-        ttl = timedelta(seconds=self.settings.retrain_lock_seconds)
-        with job_lock(self.sessions, LOCK_NAME, holder_name(), ttl, wait_seconds):
+        with job_lock(self.sessions.kw["bind"], LOCK_NAME, wait_seconds):
             return self._retrain()
 
     def rollback(self, wait_seconds: float = 0.0) -> RetrainReport:
-        ttl = timedelta(seconds=self.settings.retrain_lock_seconds)
-        with job_lock(self.sessions, LOCK_NAME, holder_name(), ttl, wait_seconds):
+        with job_lock(self.sessions.kw["bind"], LOCK_NAME, wait_seconds):
             return self._rollback()
 
     def _retrain(self) -> RetrainReport:
         report = RetrainReport()
+        tiers_before = self._tiers()
+        # What an earlier run left half done: texts signed under superseded models, pairs
+        # scored by models no longer in force.
+        self.on_models_changed()
+        self._apply(report)
+        report.resumed_pairs = self._rescore_stale()
         with self.sessions() as session:
             before = {k: active_version(session, k) for k in ("tfidf", WORDS_KIND, FUSION_KIND)}
             old_words = load_word_weights(session)
-        tiers_before = self._tiers()
 
         keys, df, n_docs = self.text.count_frequencies()
-        training = self._labelled_texts()
-        report.labels = Counter("duplicate" if d else "distinct" for _, _, d in training)
-        new_words = word_weights.learn(training, self.settings)
+        report.labels = self._labels_in_force()
+        new_words = word_weights.learn(self._labelled_texts(), self.settings)
         report.words_moved = word_weights.moved(old_words, new_words)
         with self.sessions.begin() as session:
+            take_write_lock(session)
             if n_docs >= self.settings.tfidf_min_docs:
                 freeze(session, keys, df, n_docs)
             if new_words.version != old_words.version:
@@ -214,22 +186,22 @@ class Job:
         fusion = fit_from_settings(self._labelled_signals(), self.settings, self.fusion)
         report.fusion = {"reason": fusion.reason, **fusion.metrics}
         with self.sessions.begin() as session:
+            take_write_lock(session)
             activate_version(session, FUSION_KIND, fusion.version if fusion.fitted else None,
                              fusion.as_params())
-        self.on_models_changed()
-        with self.sessions.begin() as session:
             after = {k: active_version(session, k) for k in before}
             if after != before:
                 _record_run(session, before, after)
+        self.on_models_changed()
         report.versions = {k: (before[k] or "default", after[k] or "default") for k in before}
-        if after[FUSION_KIND] != before[FUSION_KIND]:
-            report.rescored_pairs = self._rescore_all()
+        report.rescored_pairs = self._rescore_stale()
         report.tier_changes = _tier_changes(tiers_before, self._tiers())
         return report
 
     def _rollback(self) -> RetrainReport:
         report = RetrainReport(rolled_back=True)
         with self.sessions.begin() as session:
+            take_write_lock(session)
             run = active_row(session, RUN_KIND)
             if run is None:
                 raise LookupError("no retrain to roll back")
@@ -243,7 +215,7 @@ class Job:
         tiers_before = self._tiers()
         self.on_models_changed()
         self._apply(report)
-        report.rescored_pairs = self._rescore_all()
+        report.rescored_pairs = self._rescore_stale()
         report.tier_changes = _tier_changes(tiers_before, self._tiers())
         return report
 
@@ -251,6 +223,10 @@ class Job:
         if self.text.reload():
             self.text.resign_all()
             report.resigned = True
+
+    def _labels_in_force(self) -> Counter[str]:
+        with self.sessions() as session:
+            return Counter(decisions_in_force(session).values())
 
     def _labelled_texts(self) -> list[tuple[str, str, bool]]:
         with self.sessions() as session:
@@ -269,14 +245,20 @@ class Job:
         return [(v, decisions[(int(a), int(b))] == "duplicate")
                 for (a, b), v in zip(pairs.tolist(), values) if v]
 
-    def _rescore_all(self) -> int:
-        """Score every stored scored pair again (exact pairs never change)."""
-        with self.sessions() as session:
-            pairs = scored_pair_keys(session)
-        for start in range(0, len(pairs), 5000):
+    def _rescore_stale(self) -> int:
+        """Score again every pair scored by other models than those in force (exact pairs
+        never change), a batch a transaction under the write lock, so a run killed here
+        leaves the rest for the next run to find. Returns how many were re-scored."""
+        done, after = 0, (-1, -1)
+        while True:
             with self.sessions.begin() as session:
-                self.scorer(session, pairs[start:start + 5000])
-        return len(pairs)
+                take_write_lock(session)
+                batch = stale_pairs(session, self.scorer.version(), after, RESCORE_BATCH)
+                if not len(batch):
+                    return done
+                self.scorer(session, batch)
+            done += len(batch)
+            after = tuple(batch[-1].tolist())
 
     def _tiers(self) -> dict[tuple[int, int], str]:
         with self.sessions() as session:

@@ -2,7 +2,10 @@
 
 Each chunk is one transaction, so a run killed at any moment leaves whole chunks behind
 and a rerun, which skips items whose fingerprint is unchanged, completes the batch with
-nothing missing or doubled. Failures are keyed by (source, item id or manifest line): a
+nothing missing or doubled. A chunk's transaction holds the store's write lock
+(store/locks.py): several ingests (and a retrain) on one store write one chunk at a time,
+each after catching up with the models in force and the items the others wrote, so
+together they find every pair one sequential run would; they extract in parallel. Failures are keyed by (source, item id or manifest line): a
 rerun closes the old failure of every record it reaches and records a new one only if the
 record still fails.
 """
@@ -10,6 +13,7 @@ record still fails.
 from __future__ import annotations
 
 import multiprocessing
+import sys
 from collections import Counter, deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -28,6 +32,7 @@ from ..score.pairs import candidate_pairs
 from ..signals.base import Signal
 from ..store import items as stored_items
 from ..store.pairs import insert_exact_pairs
+from ..store.locks import take_write_lock
 from ..store.runs import finish_run, start_run
 from ..store.schema import utcnow
 
@@ -73,13 +78,15 @@ def run_ingest(
     signals: Sequence[Signal] = (),
     scorer: Scorer | None = None,
     workers: int = 1,
+    follow: Callable[[], None] | None = None,
 ) -> IngestReport:
     """Each chunk: items written, then every signal's `prepare` and `on_chunk` (its
     signatures stored and indexed), and the candidate pairs they propose scored with every
     signal, in the chunk's transaction. `workers`: processes in all. With more than one,
     workers - 1 processes extract (files read and checked, pages, image codes, video
     frames, text tokens) chunks ahead of this one, which alone writes to the store;
-    results and their order are the same as with one."""
+    results and their order are the same as with one. `follow`: called at each chunk once
+    the write lock is held, to take up models another process made active meanwhile."""
     report = IngestReport(source)
     with factory.begin() as session:
         run_pk = start_run(session, source)
@@ -91,6 +98,9 @@ def run_ingest(
         pixels = _PixelsWanted(signals)
         for chunk, extracted in _extracted_chunks(entries, root, settings, workers, pixels):
             with factory.begin() as session:
+                take_write_lock(session, on_wait=lambda message: bar.write(message, file=sys.stderr))
+                if follow is not None:
+                    follow()
                 _write_chunk(session, run_pk, chunk, extracted, settings, report, signals, scorer,
                              open_failures)
             for signal in signals:

@@ -29,11 +29,17 @@ import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import S, Settings, SignalSettings
-from ..index.cache import load_cached, save_cached
+from ..index.cache import load_parts, read_stamp, save_cached
 from ..input.items import LoadedItem
 from ..score.calibration import calibrate
 from ..score.pairs import SignalValues
-from ..store.signatures import count_signatures, load_signatures, replace_signatures
+from ..store.locks import last_write, take_write_lock
+from ..store.signatures import (
+    count_signatures_through,
+    load_signatures,
+    replace_signatures,
+    signatures_since,
+)
 
 V = TypeVar("V")  # what the signal extracts from one item (codes, frames, vectors, sketches)
 
@@ -70,6 +76,7 @@ class Signal(Generic[V, S]):
         self.config: S = settings.signal(self.name, self.settings_type)  # type: ignore[assignment]
         self._index: Any = None
         self._index_version: str | None = None
+        self._seq = 0  # the last write of the store the index has caught up with
         # Scores pairs with every signal and writes them (the Platform's scorer), for a
         # signal that re-signs stored items and must re-pair them.
         self.rescore = rescore
@@ -145,6 +152,7 @@ class Signal(Generic[V, S]):
         pks = np.fromiter((pk for pk, _ in kept), np.int64, len(kept))
         found = [v for _, v in kept]
         self.index_add(index, pks, found)
+        self.indexed_write(session)
         rows, others = self.search(index, found)
         return np.stack([pks[rows], others], axis=1) if len(rows) else None
 
@@ -164,35 +172,67 @@ class Signal(Generic[V, S]):
         return False
 
     def finish(self) -> None:
-        """At the end of an ingest: save the index files."""
+        """At the end of an ingest: save the index files, caught up with the store (under
+        the write lock, so that two processes saving at once never mix their files)."""
         if self._index is not None and self._index_version is not None:
-            with self.sessions() as session:
-                self.save_index(session)
+            with self.sessions.begin() as session:
+                take_write_lock(session)
+                if self.version() == self._index_version:
+                    self.index(session)
+                    self.save_index(session)
 
     # --- the index, a cache of the store -------------------------------------------------
 
     def index(self, session: Session) -> Any:
-        """The candidate index of the active version: from its files when their stamp
-        agrees with the store, else rebuilt from the stored signatures."""
+        """The candidate index of the active version, caught up with every signature the
+        store holds (other processes' writes included): opened from its files when their
+        stamp agrees with the store, else rebuilt from the stored signatures; then the
+        signatures written since it was last caught up are added."""
         version = self.version()
         if self._index is None or self._index_version != version:
-            saved = load_cached(self.folder, self.name, self.index_stamp(session, version),
-                                self.index_parts)
-            if saved is not None:
-                self._index = self.index_from_parts(saved)
-            else:
-                self._index = self.new_index()
-                stored = load_signatures(session, self.name, version)
-                if stored:
-                    self.index_add(self._index, np.fromiter(stored, np.int64, len(stored)),
-                                   self.unpack_many(list(stored.values())))
+            self._index, self._seq = self._open_index(session, version)
             self._index_version = version
+        self._catch_up_index(session, version)
         return self._index
 
-    def index_stamp(self, session: Session, version: str) -> dict[str, Any]:
-        """What the saved files must agree with: the version and how many signatures of
-        it the store holds."""
-        return {"version": version, "count": count_signatures(session, self.name, version)}
+    def _open_index(self, session: Session, version: str) -> tuple[Any, int]:
+        stamp = read_stamp(self.folder, self.name)
+        if stamp is not None and all(stamp.get(k) == v for k, v in self.index_stamp(version).items()) \
+                and isinstance(stamp.get("seq"), int) \
+                and count_signatures_through(session, self.name, version, stamp["seq"]) == stamp.get("count"):
+            parts = load_parts(self.folder, self.name, self.index_parts)
+            if parts is not None:
+                return self.index_from_parts(parts), stamp["seq"]
+        through = last_write(session)  # (read first: what is written after, is caught up)
+        index = self.new_index()
+        stored = load_signatures(session, self.name, version)
+        if stored:
+            self.index_add(index, np.fromiter(stored, np.int64, len(stored)),
+                           self.unpack_many(list(stored.values())))
+        return index, through
+
+    def _catch_up_index(self, session: Session, version: str) -> None:
+        """Add what was written since the index last caught up: another process's items,
+        or the values of items another process changed (taken out first)."""
+        through = last_write(session)
+        if through == self._seq:
+            return
+        new = signatures_since(session, self.name, version, self._seq)
+        if new:
+            pks = np.fromiter(new, np.int64, len(new))
+            self.index_remove(self._index, pks)
+            self.index_add(self._index, pks, self.unpack_many(list(new.values())))
+        self._seq = through
+
+    def indexed_write(self, session: Session) -> None:
+        """After this transaction added its own values to the index: the index holds
+        everything up to this write."""
+        self._seq = session.info["write_seq"]
+
+    def index_stamp(self, version: str) -> dict[str, Any]:
+        """What made the index files, which must still be what this signal runs with: the
+        signature version (a signal adds its index's own parameters)."""
+        return {"version": version}
 
     def index_from_parts(self, parts: dict[str, Any]) -> Any:
         """The index from its loaded parts (one part: the part itself)."""
@@ -204,8 +244,11 @@ class Signal(Generic[V, S]):
         return {name: index}
 
     def save_index(self, session: Session) -> None:
-        save_cached(self.folder, self.name, self.index_stamp(session, self._index_version),
-                    self.parts_of(self._index))
+        version = self._index_version
+        save_cached(self.folder, self.name, {
+            **self.index_stamp(version), "seq": self._seq,
+            "count": count_signatures_through(session, self.name, version, self._seq)},
+            self.parts_of(self._index))
 
     # --- scoring pairs -------------------------------------------------------------------
 

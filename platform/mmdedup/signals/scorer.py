@@ -63,6 +63,11 @@ class PairScorer:
         return [signals_of(values, i) for i in range(len(pairs))]
 
     def version(self) -> str:
-        """What scored a pair: the versions of the signals that are on."""
+        """What scored a pair: the versions of the signals that are on and the fusion
+        weights. A pair of another version was scored by models no longer in force (a
+        retrain cut short, a changed weight): a retrain re-scores it."""
         made = "|".join(f"{s.name}={v}" for s in self.signals if (v := s.version()) is not None)
-        return hashlib.sha256(made.encode()).hexdigest()[:16]
+        weights = ",".join(f"{k}={w!r}" for k, w in sorted(self.fusion.weights.items()))
+        s = self.settings
+        tiers = f"{s.tier_strong!r},{s.tier_medium!r},{s.tier_weak!r}"
+        return hashlib.sha256(f"{made}|{weights}|{tiers}".encode()).hexdigest()[:16]

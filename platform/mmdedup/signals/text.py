@@ -42,6 +42,7 @@ from ..input.items import LoadedItem, text_for_signals
 from ..score.pairs import candidate_pairs
 from ..store import models
 from ..store.db import activate_version
+from ..store.locks import take_write_lock
 from ..store.items import count_texts, pks_with_text_hash, scan_tokens, texts_of
 from ..store.pairs import pairs_touching
 from ..store.signatures import has_other_version, load_signatures, replace_signatures
@@ -200,10 +201,10 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     def parts_of(self, index: TextIndex) -> dict[str, Any]:
         return {"simhash": index.hamming, "lsh": index.lsh}
 
-    def index_stamp(self, session: Session, version: str) -> dict[str, Any]:
+    def index_stamp(self, version: str) -> dict[str, Any]:
         """The usual stamp and the LSH's bands and rows (a changed threshold rebuilds)."""
         bands, rows = optimal_params(self.config.lsh_threshold, min(self.config.lsh_perms, NUM_PERM))
-        return {**super().index_stamp(session, version), "lsh": [bands, rows]}
+        return {**super().index_stamp(version), "lsh": [bands, rows]}
 
     def index_add(self, index: TextIndex, pks: np.ndarray, sk: TextSketches) -> None:
         live = ~sk.empty
@@ -288,6 +289,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         live = ~sk.empty
         pks, sk = pks[live], sk.take(live)
         self.index_add(index, pks, sk)
+        self.indexed_write(session)
         q, other = self.search(index, sk)
         return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
 
@@ -312,9 +314,15 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def refresh(self) -> None:
         """Count document frequencies over the stored token sequences, freeze them as the
-        active TF-IDF version, and re-sign and re-pair every text under it."""
+        active TF-IDF version, and re-sign and re-pair every text under it. If another
+        process refreshed first, this one follows its model instead."""
         keys, df, n_docs = self.count_frequencies()
         with self.sessions.begin() as session:
+            take_write_lock(session)
+            mine = self.signer.model.version
+            if (models.active_version(session, "tfidf") or PRIOR_VERSION) != mine:
+                self._signer = self._index = None
+                return
             model = freeze(session, keys, df, n_docs)
         self._signer = TextSigner(model, self.signer.words)
         self.resign_all()
@@ -335,8 +343,10 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         a pair that no longer reaches the weak tier is removed)."""
         self._index = self.new_index()
         self._index_version = self.signer.version
+        self._seq = 0  # (the first batch adds what others signed under this version)
         for pks, tokens, texts in self._scan_tokens():
             with self.sessions.begin() as session:
+                take_write_lock(session)
                 found = self._sign(session, pks, tokens, texts)
                 if self.rescore is not None:
                     both = np.concatenate([found, pairs_touching(session, pks.tolist())])
@@ -353,6 +363,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         last = 0
         while True:
             with self.sessions.begin() as session:
+                take_write_lock(session)  # (stale token sequences are stored again)
                 rows = scan_tokens(session, TOKENS_KIND, last)
                 if not rows:
                     return

@@ -72,11 +72,14 @@ def pairs_touching(session: Session, pks: list[int]) -> np.ndarray:
     return np.asarray(rows, np.int64).reshape(-1, 2)
 
 
-def scored_pair_keys(session: Session) -> np.ndarray:
-    """Every scored pair, in order: what a change of fusion re-scores."""
+def stale_pairs(session: Session, version: str, after: tuple[int, int], limit: int) -> np.ndarray:
+    """The next `limit` scored pairs after the key `after`, in key order, that were scored
+    by other models than `version`: what a retrain re-scores (and finishes re-scoring after
+    one that was cut short), walking the primary key once."""
     return np.array(session.execute(select(Pair.a_pk, Pair.b_pk).where(
-        Pair.model_version != EXACT_VERSION).order_by(Pair.a_pk, Pair.b_pk)).all(),
-        np.int64).reshape(-1, 2)
+        tuple_(Pair.a_pk, Pair.b_pk) > tuple_(*after),
+        Pair.model_version.not_in([EXACT_VERSION, version[-64:]]))
+        .order_by(Pair.a_pk, Pair.b_pk).limit(limit)).all(), np.int64).reshape(-1, 2)
 
 
 def pair_tiers(session: Session) -> dict[tuple[int, int], str]:

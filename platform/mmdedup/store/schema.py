@@ -93,7 +93,8 @@ class Signature(Base):
     """A signature of one kind for one item, with the version of everything that made it."""
 
     __tablename__ = "signatures"
-    __table_args__ = (Index("ix_signatures_kind_version", "kind", "version", "item_pk"),)
+    __table_args__ = (Index("ix_signatures_kind_version", "kind", "version", "item_pk"),
+                      Index("ix_signatures_kind_version_seq", "kind", "version", "seq"))
 
     item_pk: Mapped[int] = mapped_column(
         ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True
@@ -102,6 +103,9 @@ class Signature(Base):
     version: Mapped[str] = mapped_column(String(255))
     value: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # The write (store/locks.py) that stored it: an index has seen every signature up to
+    # the write it last caught up with, and reads only the newer ones.
+    seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class Pair(Base):
@@ -223,15 +227,14 @@ class DocFreq(Base):
     df: Mapped[int] = mapped_column(BigInteger)
 
 
-class JobLock(Base):
-    """A named lock in the database, so two retrains on two machines never overlap."""
+class StoreState(Base):
+    """Named counters of the store; "writes" numbers the transactions that held the
+    write lock (store/locks.py), and each signature carries the number of its write."""
 
-    __tablename__ = "job_locks"
+    __tablename__ = "store_state"
 
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
-    holder: Mapped[str] = mapped_column(String(255))
-    acquired_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    value: Mapped[int] = mapped_column(BigInteger)
 
 
 class WebSite(Base):

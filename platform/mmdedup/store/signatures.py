@@ -1,6 +1,8 @@
 """Signatures: every signal's stored values, one row per item and kind, of one version.
 
-Signatures of different versions are never compared: every read names the version.
+Signatures of different versions are never compared: every read names the version. Every
+write happens under the store's write lock (store/locks.py) and carries its number (`seq`),
+so an index reads only what was written since it last caught up.
 """
 
 from __future__ import annotations
@@ -23,11 +25,26 @@ def replace_signatures(session: Session, kind: str, version: str,
     rows = [(int(pk), value) for pk, value in rows]
     if not rows:
         return
+    seq = session.info.get("write_seq")
+    if seq is None:
+        raise RuntimeError("signatures are written under the store's write lock (store.locks.take_write_lock)")
     if not fresh:
         session.execute(delete(Signature).where(Signature.kind == kind,
                                                 Signature.item_pk.in_([pk for pk, _ in rows])))
     insert_rows(session, Signature, ("item_pk", "value"), rows,
-                {"kind": kind, "version": version, "created_at": utcnow()})
+                {"kind": kind, "version": version, "created_at": utcnow(), "seq": seq})
+
+
+def signatures_since(session: Session, kind: str, version: str, seq: int) -> dict[int, bytes]:
+    """{item pk: value} of the signatures of `kind` and `version` written after write `seq`."""
+    return dict(session.execute(select(Signature.item_pk, Signature.value).where(
+        Signature.kind == kind, Signature.version == version, Signature.seq > seq)).all())
+
+
+def count_signatures_through(session: Session, kind: str, version: str, seq: int) -> int:
+    """How many signatures of `kind` and `version` written up to write `seq` remain."""
+    return session.scalar(select(func.count()).select_from(Signature).where(
+        Signature.kind == kind, Signature.version == version, Signature.seq <= seq)) or 0
 
 
 def load_signatures(session: Session, kind: str, version: str,

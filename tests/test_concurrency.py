@@ -1,0 +1,224 @@
+"""Several processes on one store, and processes killed mid-work, give what one clean
+sequential run gives: concurrent ingests see each other's items, an ingest beside a retrain
+ends on the retrained models, and a retrain killed at any moment is finished by the next
+one, with no lock left behind."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from sqlalchemy import create_engine, make_url, select, text
+
+from mmdedup import Platform
+from mmdedup.store.locks import job_lock
+from mmdedup.store.schema import ModelVersion, Signature
+
+from conftest import PG_URL, write_manifest
+
+# Prior TF-IDF weights throughout (no refresh): a model counted over whatever texts the
+# store holds at that moment would differ between orders of work, legitimately; the
+# refresh race has a test of its own below.
+FIXED_TFIDF = {"MMDEDUP_TFIDF_MIN_DOCS": "1000000"}
+
+
+@pytest.fixture
+def new_store(db_url: str, tmp_path: Path) -> Iterator[Callable[[str], tuple[Path, str]]]:
+    """Makes further empty stores beside the test's own: (home, database URL), each with
+    its own SQLite file or PostgreSQL schema."""
+    schemas: list[str] = []
+
+    def make(name: str) -> tuple[Path, str]:
+        home = tmp_path / f"home-{name}"
+        home.mkdir()
+        if db_url.startswith("sqlite"):
+            return home, f"sqlite:///{home / 'store.db'}"
+        schema = f"{make_url(db_url).query['options'].split('=')[1]}_{name}"
+        with create_engine(PG_URL).begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        schemas.append(schema)
+        url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+        return home, url.render_as_string(hide_password=False)
+
+    yield make
+    if schemas:
+        engine = create_engine(PG_URL)
+        with engine.begin() as conn:
+            for schema in schemas:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        engine.dispose()
+
+
+def corpus(n: int, seed: int = 11) -> tuple[list[dict], list[dict]]:
+    """Two manifests' records: originals, and for each original in the other a near copy
+    (three words changed) or an exact copy (every fifth), so every duplicate pair crosses
+    the two manifests; and unrelated texts in both."""
+    rng = random.Random(seed)
+    vocab = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(4, 9))) for _ in range(4000)]
+    first, second = [], []
+    for i in range(n):
+        words = rng.choices(vocab, k=40)
+        first.append({"id": f"a{i:04d}", "text": " ".join(words)})
+        if i % 5 == 0:
+            copy = list(words)
+        else:
+            copy = list(words)
+            for j in rng.sample(range(40), 3):
+                copy[j] = rng.choice(vocab)
+        second.append({"id": f"b{i:04d}", "text": " ".join(copy)})
+        second.append({"id": f"c{i:04d}", "text": " ".join(rng.choices(vocab, k=40))})
+    return first, second
+
+
+def mmdedup(home: Path, url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "mmdedup", "--home", str(home), "--db", url, *args]
+    return subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 600) -> str:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    return out + err
+
+
+def pairs_by_ids(home: Path, url: str) -> dict[tuple[str, str], tuple]:
+    """Every pair, keyed by its two ids in order (pks differ between orders of work)."""
+    with Platform.open(home, url) as p:
+        return {tuple(sorted((x.a, x.b))): (round(x.score, 6), x.tier, x.kind,
+                                            tuple(sorted(x.signals.items())))
+                for x in p.pairs("weak")}
+
+
+def state(home: Path, url: str) -> dict[str, Any]:
+    """Active model versions, signature versions in use, and the lock being free."""
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        models = dict(conn.execute(select(ModelVersion.kind, ModelVersion.version)
+                                   .where(ModelVersion.active.is_(True))).all())
+        versions = {tuple(r) for r in conn.execute(select(Signature.kind, Signature.version).distinct())}
+    with job_lock(engine, "retrain"):  # free at once: LockBusy otherwise
+        pass
+    engine.dispose()
+    models.pop("retrain", None)  # (a run's record names its time)
+    return {"models": models, "signature_versions": versions}
+
+
+def test_two_ingests_at_once_find_every_pair_a_sequential_run_finds(new_store, tmp_path: Path) -> None:
+    first, second = corpus(300)
+    m1 = write_manifest(tmp_path / "m1", first)
+    m2 = write_manifest(tmp_path / "m2", second)
+    env = {**FIXED_TFIDF, "MMDEDUP_INGEST_CHUNK": "15"}
+
+    home, url = new_store("seq")
+    Platform.open(home, url).close()
+    finish(mmdedup(home, url, "ingest", str(m1), env=env))
+    finish(mmdedup(home, url, "ingest", str(m2), env=env))
+    expected = pairs_by_ids(home, url)
+    assert len(expected) >= 300  # every original has its copy
+
+    home2, url2 = new_store("par")
+    Platform.open(home2, url2).close()
+    procs = [mmdedup(home2, url2, "ingest", str(m), env=env) for m in (m2, m1)]
+    outputs = [finish(p) for p in procs]
+    assert pairs_by_ids(home2, url2) == expected
+    # they did take turns: one waited for the other's chunk at least once
+    assert any("waiting for another process writing to this store" in o for o in outputs)
+    # and a rerun of either changes nothing
+    finish(mmdedup(home2, url2, "ingest", str(m1), env=env))
+    assert pairs_by_ids(home2, url2) == expected
+
+
+def test_ingests_crossing_a_tfidf_refresh_together_leave_no_stale_signature(
+        new_store, tmp_path: Path) -> None:
+    """Both cross the refresh point: one refreshes and re-signs, the other follows its
+    model; no crash, every text on the active model, every duplicate pair found."""
+    first, second = corpus(150, seed=3)
+    m1 = write_manifest(tmp_path / "m1", first)
+    m2 = write_manifest(tmp_path / "m2", second)
+    env = {"MMDEDUP_INGEST_CHUNK": "10", "MMDEDUP_TFIDF_MIN_DOCS": "120"}
+    home, url = new_store("tfidf")
+    Platform.open(home, url).close()
+    procs = [mmdedup(home, url, "ingest", str(m), env=env) for m in (m1, m2)]
+    for p in procs:
+        finish(p)
+    with Platform.open(home, url) as p:
+        active = p.signal("text").signer.version
+        assert p.signal("text").signer.model.n_docs >= 120  # the corpus model, not the prior
+        found = {tuple(sorted((x.a, x.b))) for x in p.pairs("weak")}
+    st = state(home, url)
+    assert {v for k, v in st["signature_versions"] if k == "text"} == {active}
+    assert {(f"a{i:04d}", f"b{i:04d}") for i in range(150)} <= found
+
+
+def labelled_store(home: Path, url: str, records: list[dict], tmp_path: Path) -> None:
+    """A store of `records` with reviewers' labels on a few pairs: duplicates confirmed,
+    and distinct ones that the text signal scores high (one word differs in a long text),
+    so a retrain moves word weights and fits fusion."""
+    manifest = write_manifest(tmp_path / f"lab-{home.name}", records)
+    with Platform.open(home, url) as p:
+        p.ingest(manifest)
+        for i in range(0, 40, 5):
+            p.label(f"a{i:04d}", f"b{i:04d}", duplicate=True)
+        for i in range(1, 40, 5):
+            p.label(f"a{i:04d}", f"b{i:04d}", duplicate=False)
+
+
+RETRAIN_ENV = {**FIXED_TFIDF, "MMDEDUP_FUSION_MIN_LABELS": "3", "MMDEDUP_INGEST_CHUNK": "25"}
+
+
+def test_a_retrain_killed_at_any_moment_is_finished_by_the_next(new_store, tmp_path: Path) -> None:
+    first, second = corpus(250, seed=5)
+    records = first + second
+    home, url = new_store("ref")
+    labelled_store(home, url, records, tmp_path)
+    started = time.monotonic()
+    out = finish(mmdedup(home, url, "retrain", env=RETRAIN_ENV))
+    took = time.monotonic() - started
+    assert "pairs re-scored" in out
+    expected, expected_state = pairs_by_ids(home, url), state(home, url)
+
+    killed = 0
+    for k, share in enumerate((0.3, 0.45, 0.6, 0.75, 0.9)):
+        home_k, url_k = new_store(f"k{k}")
+        labelled_store(home_k, url_k, records, tmp_path)
+        proc = mmdedup(home_k, url_k, "retrain", env=RETRAIN_ENV)
+        time.sleep(took * share)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        killed += proc.returncode == -signal.SIGKILL
+        again = mmdedup(home_k, url_k, "retrain", "--wait", "0", env=RETRAIN_ENV)
+        finish(again)  # not refused: the killed run's lock died with it
+        assert pairs_by_ids(home_k, url_k) == expected, f"killed at {share:.0%} of a run"
+        assert state(home_k, url_k) == expected_state
+    assert killed >= 3  # most kills landed inside the run
+
+
+def test_an_ingest_beside_a_retrain_ends_on_the_retrained_models(new_store, tmp_path: Path) -> None:
+    first, second = corpus(250, seed=9)
+    before, after = first + second[:200], second[200:]
+    later = write_manifest(tmp_path / "later", after)
+
+    home, url = new_store("seq")
+    labelled_store(home, url, before, tmp_path)
+    finish(mmdedup(home, url, "retrain", env=RETRAIN_ENV))
+    finish(mmdedup(home, url, "ingest", str(later), env=RETRAIN_ENV))
+    expected, expected_state = pairs_by_ids(home, url), state(home, url)
+
+    for k, delay in enumerate((0.0, 0.8, 1.6)):
+        home_k, url_k = new_store(f"c{k}")
+        labelled_store(home_k, url_k, before, tmp_path)
+        retrain = mmdedup(home_k, url_k, "retrain", env=RETRAIN_ENV)
+        time.sleep(delay)
+        ingest = mmdedup(home_k, url_k, "ingest", str(later), env=RETRAIN_ENV)
+        finish(ingest)
+        finish(retrain)
+        assert pairs_by_ids(home_k, url_k) == expected, f"ingest started {delay} s into the retrain"
+        assert state(home_k, url_k) == expected_state
