@@ -65,7 +65,9 @@ class Platform:
         home_path = Path(home or os.environ.get("MMDEDUP_HOME") or DEFAULT_HOME)
         home_path.mkdir(parents=True, exist_ok=True)
         url = resolve_url(home_path, db_url or os.environ.get("MMDEDUP_DATABASE_URL"))
-        return cls(home_path, url, open_store(url), load_settings(home_path, registry.settings_types()))
+        settings = load_settings(home_path, registry.settings_types(),
+                                 [s.name for s in registry.SIGNALS if s.medium])
+        return cls(home_path, url, open_store(url), settings)
 
     def close(self) -> None:
         self.sessions.kw["bind"].dispose()

@@ -4,25 +4,263 @@ Global settings are the fields of `Settings`; each signal's own (its fusion weig
 calibration, radius and limits) are a `SignalSettings` subclass in the signal's file
 (signals/<name>.py), splink's settings-as-data. A deployment overrides any of them in
 `<home>/config.toml`: global keys at the top level, a signal's under `[signals.<name>]`;
-and numbers by environment variables, MMDEDUP_<FIELD> and MMDEDUP_<SIGNAL>_<FIELD>.
+and by environment variables, MMDEDUP_<FIELD> and MMDEDUP_<SIGNAL>_<FIELD>.
 Nothing else in the package hard-codes a number a user might want to tune.
+
+Every field declares its allowed type and range next to its default (`setting(default,
+check)`), and is checked wherever settings are built (`__post_init__`): from config.toml,
+the environment or Python. A value out of range is a `SettingsError` naming where it came
+from, the key, the value and what is allowed, never a crash or a silent no-op later.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import math
+import numbers
 import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, TypeVar
+from typing import Any, Callable, ClassVar, Collection, Mapping, Protocol, Sequence, TypeVar
 
 DEFAULT_HOME = ".mmdedup"
 log = logging.getLogger("mmdedup")
 
 # Raw similarity -> score knots, interpolated linearly (score/calibration.py).
 Calibration = tuple[tuple[float, float], ...]
+
+
+class SettingsError(ValueError):
+    """A setting of the wrong type or out of its range, or a config file that cannot be
+    read: one line naming where the value came from (the file, the environment variable or
+    the class built in Python), the key, the value and what is allowed. A ValueError, so
+    the CLI prints it as it prints every error a user can fix."""
+
+    def __init__(self, message: str, invalid: Invalid | None = None) -> None:
+        super().__init__(message)
+        self.invalid = invalid  # what was wrong, for a caller that knows better where it came from
+
+
+class Invalid(Exception):
+    """What a check found wrong: the keys, their values, and what is allowed."""
+
+    def __init__(self, keys: Sequence[str], values: Sequence[Any], expected: str) -> None:
+        super().__init__(expected)
+        self.keys, self.values, self.expected = tuple(keys), tuple(values), expected
+
+    def error(self, where: str, prefix: str = "") -> SettingsError:
+        shown = ", ".join(f"{prefix}{k} = {_show(v)}" for k, v in zip(self.keys, self.values))
+        return SettingsError(f"{where}: {shown}: expected {self.expected}", self)
+
+
+def _show(value: Any) -> str:
+    """A value as a config file would write it (strings quoted, lists in brackets)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=True).replace("NaN", "nan")
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+class Check(Protocol):
+    """A setting's type and range: `coerce` returns the value as stored (a TOML list as a
+    tuple, an integer where a number is expected as a float) or raises ValueError or
+    TypeError; `parse` reads an environment variable's text; `describe` is what the error
+    and the README say is allowed."""
+
+    def coerce(self, value: Any) -> Any: ...
+
+    def parse(self, text: str) -> Any: ...
+
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Number:
+    """An integer (`kind` int) or a number (float), finite, within the bounds given."""
+
+    kind: type = float
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False  # lo itself not allowed
+    hi_open: bool = False
+
+    def coerce(self, value: Any) -> Any:
+        wanted = numbers.Integral if self.kind is int else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, wanted):
+            raise TypeError(value)
+        v = self.kind(value)
+        if not math.isfinite(v):
+            raise ValueError(value)
+        if self.lo is not None and (v < self.lo or (self.lo_open and v == self.lo)):
+            raise ValueError(value)
+        if self.hi is not None and (v > self.hi or (self.hi_open and v == self.hi)):
+            raise ValueError(value)
+        return v
+
+    def parse(self, text: str) -> Any:
+        return self.kind(text)
+
+    def describe(self) -> str:
+        what = "an integer" if self.kind is int else "a number"
+        if self.lo is not None and self.hi is not None:
+            return (f"{what} in {'(' if self.lo_open else '['}{self.lo:g}, "
+                    f"{self.hi:g}{')' if self.hi_open else ']'}")
+        if self.lo is not None:
+            return f"{what} {'>' if self.lo_open else '>='} {self.lo:g}"
+        if self.hi is not None:
+            return f"{what} {'<' if self.hi_open else '<='} {self.hi:g}"
+        return what
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a few words."""
+
+    options: tuple[str, ...]
+
+    def coerce(self, value: Any) -> Any:
+        if not isinstance(value, str) or value not in self.options:
+            raise ValueError(value)
+        return value
+
+    def parse(self, text: str) -> Any:
+        return text
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(_show(o) for o in self.options)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """true or false (in the environment also 1/0, yes/no, on/off)."""
+
+    def coerce(self, value: Any) -> Any:
+        if not isinstance(value, bool):
+            raise TypeError(value)
+        return value
+
+    def parse(self, text: str) -> Any:
+        word = text.strip().lower()
+        if word in ("true", "1", "yes", "on"):
+            return True
+        if word in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(text)
+
+    def describe(self) -> str:
+        return "true or false"
+
+
+@dataclass(frozen=True)
+class TierList:
+    """Some of the tiers, in the order given (repeats dropped); in the environment
+    comma-separated."""
+
+    def coerce(self, value: Any) -> Any:
+        if not isinstance(value, (list, tuple)) or not value \
+                or any(not isinstance(t, str) or t not in TIERS for t in value):
+            raise ValueError(value)
+        return tuple(dict.fromkeys(value))
+
+    def parse(self, text: str) -> Any:
+        return [t.strip() for t in text.split(",")]
+
+    def describe(self) -> str:
+        return "a list of one or more of " + ", ".join(_show(t) for t in TIERS)
+
+
+@dataclass(frozen=True)
+class Knots:
+    """Calibration knots: two or more [raw, score] pairs, raw strictly increasing (so the
+    interpolation is a function) within the raw similarity's range, score in [0, 1]."""
+
+    lo: float | None = None
+    hi: float | None = None
+
+    def coerce(self, value: Any) -> Any:
+        if not isinstance(value, (list, tuple)) or len(value) < 2:
+            raise ValueError(value)
+        knots = []
+        for knot in value:
+            if not isinstance(knot, (list, tuple)) or len(knot) != 2:
+                raise ValueError(value)
+            raw, score = (Number(float).coerce(x) for x in knot)
+            if knots and raw <= knots[-1][0]:
+                raise ValueError(value)
+            if (self.lo is not None and raw < self.lo) or (self.hi is not None and raw > self.hi) \
+                    or not 0.0 <= score <= 1.0:
+                raise ValueError(value)
+            knots.append((raw, score))
+        return tuple(knots)
+
+    def parse(self, text: str) -> Any:
+        try:
+            return tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(text) from exc
+
+    def describe(self) -> str:
+        within = (f" within [{self.lo:g}, {self.hi:g}]"
+                  if self.lo is not None and self.hi is not None else "")
+        return f"two or more [raw, score] pairs, raw increasing{within}, score in [0, 1]"
+
+
+def setting(default: Any, check: Check) -> Any:
+    """A field with its default and its allowed type and range, declared together (a test
+    walks every field of the settings for its check)."""
+    return field(default=default, metadata={"check": check})
+
+
+def declared_check(kind: type, name: str) -> Check | None:
+    """A field's check: its own, else the one a base class declared for that name (a
+    signal's settings that only change a default, say `weight`, keep the base's check)."""
+    for klass in kind.__mro__:
+        f = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if f is not None and "check" in f.metadata:
+            return f.metadata["check"]
+    return None
+
+
+def check_of(kind: type, name: str) -> Check | None:
+    """The declared check, else (a plugin's settings that declare none) the type of the
+    field's default."""
+    declared = declared_check(kind, name)
+    if declared is not None:
+        return declared
+    default = kind.__dataclass_fields__[name].default
+    if isinstance(default, bool):
+        return Flag()
+    if isinstance(default, (int, float)):
+        return Number(type(default))
+    return None
+
+
+# Where every set of settings is checked: each field against its own check, then the
+# class's CROSS_CHECKS, (keys, holds(*values), what is expected).
+Cross = tuple[tuple[str, ...], Callable[..., bool], str]
+
+
+def _validate(obj: Any) -> None:
+    try:
+        for f in dataclasses.fields(obj):
+            check = check_of(type(obj), f.name)
+            if check is None:
+                continue
+            value = getattr(obj, f.name)
+            try:
+                fixed = check.coerce(value)
+            except (TypeError, ValueError):
+                raise Invalid((f.name,), (value,), check.describe()) from None
+            object.__setattr__(obj, f.name, fixed)  # frozen: the one place a value is normalised
+        for keys, holds, expected in obj.CROSS_CHECKS:
+            values = [getattr(obj, k) for k in keys]
+            if not holds(*values):
+                raise Invalid(keys, values, expected)
+    except Invalid as bad:
+        raise bad.error(type(obj).__name__) from None
 
 
 @dataclass(frozen=True)
@@ -38,77 +276,99 @@ class SignalSettings:
     weight in the fused mean (score/fusion.py).
     """
 
-    weight: float = 0.0
-    calibration: Calibration = ((0.0, 0.0), (1.0, 1.0))
+    # 0 leaves the signal out of the fused score (score/fusion.py); at least one content
+    # signal must weigh more (load_settings).
+    weight: float = setting(0.0, Number(float, lo=0))
+    calibration: Calibration = setting(((0.0, 0.0), (1.0, 1.0)), Knots())
     # Top-level keys of older configs this signal still reads, each with a deprecation
     # message: old key -> field.
     LEGACY: ClassVar[Mapping[str, str]] = {}
+    CROSS_CHECKS: ClassVar[tuple[Cross, ...]] = ()
+
+    def __post_init__(self) -> None:
+        _validate(self)
 
 
 S = TypeVar("S", bound=SignalSettings)
+
+COUNT = Number(int, lo=1)
+SCORE = Number(float, 0, 1, lo_open=True)  # a score on the common scale, or a share
+POSITIVE = Number(float, lo=0, lo_open=True)
 
 
 @dataclass(frozen=True)
 class Settings:
     # Tiers: strong pairs merge automatically, medium go to review, weak are only logged.
-    tier_strong: float = 0.9
-    tier_medium: float = 0.8
-    tier_weak: float = 0.7
+    tier_strong: float = setting(0.9, SCORE)
+    tier_medium: float = setting(0.8, SCORE)
+    tier_weak: float = setting(0.7, SCORE)
 
     # Input limits: past these an item fails with a reason instead of exhausting memory.
-    max_file_bytes: int = 256 * 1024 * 1024
-    max_text_chars: int = 2_000_000
-    max_image_pixels: int = 64_000_000
-    max_manifest_line_bytes: int = 8 * 1024 * 1024
-    max_page_chars: int = 5_000_000
-    max_page_depth: int = 200
-    max_video_seconds: int = 3600
+    max_file_bytes: int = setting(256 * 1024 * 1024, COUNT)
+    max_text_chars: int = setting(2_000_000, COUNT)
+    max_image_pixels: int = setting(64_000_000, COUNT)
+    max_manifest_line_bytes: int = setting(8 * 1024 * 1024, COUNT)
+    max_page_chars: int = setting(5_000_000, COUNT)
+    max_page_depth: int = setting(200, COUNT)
+    max_video_seconds: int = setting(3600, COUNT)
 
     # A line of a page's main text is boilerplate of its site (dropped from the text
     # signal) once it appears on at least this many of the site's pages and this share.
-    block_min_pages: int = 5
-    block_min_share: float = 0.2
+    block_min_pages: int = setting(5, Number(int, lo=2))  # at 1 a site's first page is all boilerplate
+    block_min_share: float = setting(0.2, SCORE)
 
     # Ingest commits every `ingest_chunk` items, so a killed run loses at most one chunk.
     # Each commit rewrites the index pages its rows touched (the text and content hashes
     # land on random pages): 2,000 items a commit rather than 500 ingested 100,000 texts
     # 16% faster. Loaded media of a chunk are held in memory: lower it for large files.
-    ingest_chunk: int = 2000
+    ingest_chunk: int = setting(2000, COUNT)
     # An exact-duplicate group pairs each new member with at most this many earlier ones
     # (the earliest first); clusters stay whole through union-find, the pairs table bounded.
-    max_exact_pairs_per_item: int = 50
+    max_exact_pairs_per_item: int = setting(50, COUNT)
 
     # TF-IDF (the text signal's term weights): jieba's IDF prior until this many texts,
     # then corpus frequencies, frozen anew (and everything re-signed) each time the corpus
     # has grown by this factor.
-    tfidf_min_docs: int = 200
-    tfidf_refresh_growth: float = 8.0
+    tfidf_min_docs: int = setting(200, COUNT)
+    tfidf_refresh_growth: float = setting(8.0, Number(float, lo=1, lo_open=True))
 
     # Learned word weights (learn/weights.py): multiplier = exp(step * net label evidence),
     # bounded; a word at the floor leaves the sketches. 3 net labels reach either bound.
-    word_weight_min: float = 0.1
-    word_weight_max: float = 20.0
-    word_weight_step: float = 1.0
+    word_weight_min: float = setting(0.1, Number(float, 0, 1, lo_open=True, hi_open=True))
+    word_weight_max: float = setting(20.0, Number(float, lo=1, lo_open=True))
+    word_weight_step: float = setting(1.0, POSITIVE)
     # A retrain holds a lock in the database; one older than this was left by a crashed run.
-    retrain_lock_seconds: int = 6 * 3600
+    retrain_lock_seconds: int = setting(6 * 3600, COUNT)
 
     # Review (`mmdedup review`): the queue holds pairs of these tiers, in this order (each
     # most uncertain first: medium and weak highest score first, strong lowest first); a
     # session holds the pair it shows, and a hold lapses after this many minutes (so the
     # pairs of a session that crashed come back to the queue).
-    review_tiers: tuple[str, ...] = ("medium",)
-    review_claim_minutes: float = 30.0
+    review_tiers: tuple[str, ...] = setting(("medium",), TierList())
+    review_claim_minutes: float = setting(30.0, POSITIVE)
 
     # Fitting fusion weights and thresholds to the labels (learn/fusion_fit.py): nothing is
     # fitted until both duplicate and distinct have this many labels; the prior strength is
     # the precision of the pull of each log-weight toward its default above (higher: the
     # labels move the weights less).
-    fusion_min_labels: int = 20
-    fusion_prior_strength: float = 4.0
+    fusion_min_labels: int = setting(20, Number(int, lo=2))  # a spread needs two of each
+    fusion_prior_strength: float = setting(4.0, POSITIVE)
 
     # Each signal's settings by name, filled in by `load_settings` for every registered
     # signal; a signal missing here (Settings() in a test) runs on its defaults.
     signals: Mapping[str, SignalSettings] = field(default_factory=dict)
+
+    CROSS_CHECKS: ClassVar[tuple[Cross, ...]] = (
+        (("tier_weak", "tier_medium", "tier_strong"), lambda w, m, s: w <= m <= s,
+         "tier_weak <= tier_medium <= tier_strong"),
+    )
+
+    def __post_init__(self) -> None:
+        _validate(self)
+        for name, value in self.signals.items():
+            if not isinstance(value, SignalSettings):
+                raise SettingsError(f"Settings: signals[{name!r}] = {value!r}: expected a "
+                                    f"SignalSettings (the signal's settings class)")
 
     def signal(self, name: str, kind: type[S]) -> S:
         found = self.signals.get(name)
@@ -141,41 +401,91 @@ def tiers_at_least(min_tier: str) -> tuple[str, ...]:
     return TIERS[: TIERS.index(min_tier) + 1]
 
 
-def load_settings(home: Path, signal_kinds: Mapping[str, type[SignalSettings]]) -> Settings:
+def load_settings(home: Path, signal_kinds: Mapping[str, type[SignalSettings]],
+                  content: Collection[str] = ()) -> Settings:
     """Defaults, overridden by `<home>/config.toml` and then by environment variables:
     MMDEDUP_<FIELD> for a global setting, MMDEDUP_<SIGNAL>_<FIELD> for a signal's.
-    `signal_kinds`: each registered signal's settings class, by name."""
+    `signal_kinds`: each registered signal's settings class, by name; `content`: the
+    content signals, at least one of which must have a weight above 0. Raises
+    SettingsError naming the file or variable of a bad value."""
     path = home / "config.toml"
-    values: dict[str, Any] = {}
-    if path.exists():
-        with path.open("rb") as fh:
-            values.update(tomllib.load(fh))
+    values = _read_toml(path)
     tables = values.pop("signals", {})
     if not isinstance(tables, dict):
-        raise ValueError(f"{path}: `signals` must be a table of [signals.<name>] tables")
+        raise SettingsError(f"{path}: `signals` must be a table of [signals.<name>] tables")
     unknown = set(tables) - set(signal_kinds)
     if unknown:
-        raise ValueError(f"{path}: unknown signal(s) {', '.join(sorted(unknown))} under [signals]; "
-                         f"known: {', '.join(signal_kinds)}")
+        raise SettingsError(f"{path}: unknown signal(s) {', '.join(sorted(unknown))} under [signals]; "
+                            f"known: {', '.join(signal_kinds)}")
+    for name, table in tables.items():
+        if not isinstance(table, dict):
+            raise SettingsError(f"{path}: [signals.{name}] must be a table of settings, "
+                                f"not {_show(table)}")
     _read_legacy(path, values, tables, signal_kinds)
-    known = {f.name: f for f in dataclasses.fields(Settings) if f.name != "signals"}
-    unknown = set(values) - set(known)
+    known = {f.name for f in dataclasses.fields(Settings) if f.name != "signals"}
+    unknown = set(values) - known
     if unknown:
-        raise ValueError(f"{path}: unknown settings {', '.join(sorted(unknown))}")
-    for name, f in known.items():
-        _from_env(f"MMDEDUP_{name.upper()}", f, values)
+        raise SettingsError(f"{path}: unknown settings {', '.join(sorted(unknown))}")
+    sources = {name: str(path) for name in values}
+    for name in known:
+        _from_env(f"MMDEDUP_{name.upper()}", Settings, name, "", values, sources)
     signals = {}
     for name, kind in signal_kinds.items():
+        prefix = f"[signals.{name}] "
         table = dict(tables.get(name) or {})
-        fields = {f.name: f for f in dataclasses.fields(kind)}
+        fields = [f.name for f in dataclasses.fields(kind)]
         unknown = set(table) - set(fields)
         if unknown:
-            raise ValueError(f"{path}: [signals.{name}] has unknown key(s) {', '.join(sorted(unknown))}; "
-                             f"known: {', '.join(fields)}")
-        for field_name, f in fields.items():
-            _from_env(f"MMDEDUP_{name.upper()}_{field_name.upper()}", f, table)
-        signals[name] = kind(**{k: _as_default_type(v, fields[k]) for k, v in table.items()})
-    return Settings(**values, signals=signals)
+            raise SettingsError(f"{path}: [signals.{name}] has unknown key(s) {', '.join(sorted(unknown))}; "
+                                f"known: {', '.join(fields)}")
+        table_sources = {key: str(path) for key in table}
+        for field_name in fields:
+            _from_env(f"MMDEDUP_{name.upper()}_{field_name.upper()}", kind, field_name, prefix,
+                      table, table_sources)
+        signals[name] = _build(kind, table, table_sources, prefix)
+        sources.update({f"{prefix}{k}": v for k, v in table_sources.items()})
+    settings = _build(Settings, values, sources, "", signals=signals)
+    _check_content_weights(settings, content, sources, path)
+    return settings
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+
+
+def _build(kind: type, values: dict[str, Any], sources: Mapping[str, str], prefix: str,
+           **extra: Any) -> Any:
+    """`kind(**values)`, its error saying where the bad values were set."""
+    try:
+        return kind(**values, **extra)
+    except SettingsError as exc:
+        if exc.invalid is None:
+            raise
+        where = sorted({sources[k] for k in exc.invalid.keys if k in sources}) or [kind.__name__]
+        raise exc.invalid.error(", ".join(where), prefix) from None
+
+
+def _check_content_weights(settings: Settings, content: Collection[str],
+                           sources: Mapping[str, str], path: Path) -> None:
+    """At least one content signal must count in the fused score: without one, structural
+    signals (dom) would decide alone, or nothing would ever pair."""
+    weights = [settings.signals[name].weight for name in content if name in settings.signals]
+    if not content or any(w > 0 for w in weights):
+        return
+    keys = [f"[signals.{name}] weight" for name in content]
+    where = sorted({sources[k] for k in keys if k in sources}) or [str(path)]
+    raise Invalid(keys, [0.0] * len(keys), "a weight above 0 on at least one content signal "
+                  f"({', '.join(content)})").error(", ".join(where))
 
 
 def _read_legacy(path: Path, values: dict[str, Any], tables: dict[str, Any],
@@ -184,7 +494,10 @@ def _read_legacy(path: Path, values: dict[str, Any], tables: dict[str, Any],
     weights = values.pop("fusion_weights", None)
     if weights is not None:
         log.warning("%s: `fusion_weights` is deprecated: set `weight` under [signals.<name>]", path)
-        for name, weight in dict(weights).items():
+        if not isinstance(weights, dict):
+            raise SettingsError(f"{path}: fusion_weights = {_show(weights)}: expected a table of "
+                                f"weights by signal name (better: `weight` under [signals.<name>])")
+        for name, weight in weights.items():
             if name in signal_kinds:
                 tables.setdefault(name, {}).setdefault("weight", weight)
     for name, kind in signal_kinds.items():
@@ -195,22 +508,16 @@ def _read_legacy(path: Path, values: dict[str, Any], tables: dict[str, Any],
                 tables.setdefault(name, {}).setdefault(new, values.pop(old))
 
 
-def _from_env(variable: str, f: dataclasses.Field, into: dict[str, Any]) -> None:
-    """A number or word from the environment, parsed as the field's default is typed."""
+def _from_env(variable: str, kind: type, name: str, prefix: str, into: dict[str, Any],
+              sources: dict[str, str]) -> None:
+    """A value from the environment, read as its field's check reads text."""
     raw = os.environ.get(variable)
-    default = f.default
-    if raw is None or type(default) not in (int, float, str):
+    check = check_of(kind, name)
+    if raw is None or check is None:
         return
     try:
-        into[f.name] = type(default)(raw)
-    except ValueError as exc:
-        raise ValueError(f"{variable}={raw!r}: expected a {type(default).__name__}") from exc
-
-
-def _as_default_type(value: Any, f: dataclasses.Field) -> Any:
-    """TOML arrays as tuples (calibration knots), integers where a float is expected."""
-    if isinstance(value, list):
-        return tuple(tuple(v) if isinstance(v, list) else v for v in value)
-    if isinstance(value, int) and not isinstance(value, bool) and isinstance(f.default, float):
-        return float(value)
-    return value
+        into[name] = check.parse(raw)
+    except (TypeError, ValueError):
+        raise SettingsError(f"environment variable {variable}: {prefix}{name} = {_show(raw)}: "
+                            f"expected {check.describe()}") from None
+    sources[name] = f"environment variable {variable}"

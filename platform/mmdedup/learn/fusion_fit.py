@@ -206,7 +206,11 @@ def _fit_weights(signals: list[dict[str, float]], y: np.ndarray, defaults: dict[
     content = np.array([k in content_signals for k in keys])
     best = np.where(present & content, xz, -np.inf).max(axis=1)
     best = np.where(np.isfinite(best), best, 0.0)  # fuse: best content defaults to 0
-    any_present = present.any(axis=1)
+    # fuse scores 0 where a pair's content signals all weigh 0 (structure never decides alone)
+    silenced = np.array([any(k in content_signals for k in s)
+                         and not any(k in content_signals and defaults.get(k, 0) > 0 for k in s)
+                         for s in signals], dtype=bool)
+    any_present = present.any(axis=1) & ~silenced
     yf = y.astype(float)
     w0 = np.array([defaults[k] for k in keys])
     log_w0 = np.log(w0)
@@ -250,8 +254,8 @@ def _fit_weights(signals: list[dict[str, float]], y: np.ndarray, defaults: dict[
         info["note"] = "optimiser did not improve on the defaults; defaults kept"
         return weights, info
     _, w, a, b = unpack(res.x)
-    for k, v in zip(keys, w):
-        weights[k] = round(float(v), WEIGHT_DECIMALS)
+    for k, v in zip(keys, w):  # never rounded to 0, which would leave the signal out of fusion
+        weights[k] = max(round(float(v), WEIGHT_DECIMALS), 10.0 ** -WEIGHT_DECIMALS)
     info.update(slope=round(float(a), 4), intercept=round(float(b), 4),
                 objective_start=round(float(value0), 4), objective=round(float(res.fun), 4))
     return weights, info

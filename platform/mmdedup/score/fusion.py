@@ -9,6 +9,10 @@ so one strong content match (the same body text, the same picture) is never drow
 missing or weak other signal, while a structural signal such as `dom` (pages built from
 one template) only ever moves the mean: alone it never makes two items duplicates.
 
+A signal weighted 0 does not count: neither in the mean nor as the best content signal,
+nor in the kind of match; a pair is scored by its other signals. A pair whose content
+signals all weigh 0 scores 0, since what is left of it (structure) never decides alone.
+
 Which signals carry content, and what kind of match each makes, comes from the signals
 themselves (signals/registry.py builds a `Fusion`); nothing here names a signal.
 """
@@ -37,7 +41,8 @@ class Fusion:
         """Which content carried the match: its signal's kind ("text-reuse", "paraphrase",
         ...), or "same-item" when the two items share more than one medium and each of
         them matches at or above threshold."""
-        content = {k: v for k, v in signals.items() if k in self.media and v is not None}
+        content = {k: v for k, v in signals.items()
+                   if k in self.media and v is not None and self.weights.get(k, 0) > 0}
         media: dict[str, float] = {}
         for k, v in content.items():
             media[self.media[k]] = max(media.get(self.media[k], 0.0), v)
@@ -49,9 +54,12 @@ class Fusion:
 
 def fuse(signals: Mapping[str, float | None], weights: Mapping[str, float],
          content: Collection[str]) -> float:
-    present = {k: v for k, v in signals.items() if v is not None and weights.get(k, 0) > 0}
+    had = [k for k, v in signals.items() if v is not None]
+    present = {k: signals[k] for k in had if weights.get(k, 0) > 0}
     if not present:
         return 0.0
+    if any(k in content for k in had) and not any(k in content for k in present):
+        return 0.0  # its content signals all weigh 0: structure alone never decides
     total = sum(weights[k] for k in present)
     mean = sum(weights[k] * v for k, v in present.items()) / total
     best_content = max((v for k, v in present.items() if k in content), default=0.0)

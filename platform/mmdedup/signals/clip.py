@@ -17,7 +17,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ..config import Calibration, SignalSettings
+from ..config import Calibration, Flag, Knots, Number, SignalSettings, setting
 from ..extract.clip import ClipEncoder, default_encoder
 from ..extract.registry import EncoderUnavailable
 from ..index.slots import entry_ids
@@ -37,12 +37,13 @@ class ClipSettings(SignalSettings):
     # Without calibration on real weights the signal only moves the fused mean (a small
     # weight, not a content signal): it never decides alone.
     weight: float = 0.1
-    calibration: Calibration = ((0.0, 0.0), (0.85, 0.5), (0.92, 0.7), (0.96, 0.85), (1.0, 1.0))
+    calibration: Calibration = setting(
+        ((0.0, 0.0), (0.85, 0.5), (0.92, 0.7), (0.96, 0.85), (1.0, 1.0)), Knots(-1, 1))
     # On when its weights are on this machine (a checkpoint, or the tag's weights in the
     # model cache); `download` lets the tag download them once.
-    download: bool = False
-    neighbours: int = 10
-    min_cosine: float = 0.85
+    download: bool = setting(False, Flag())
+    neighbours: int = setting(10, Number(int, lo=1))
+    min_cosine: float = setting(0.85, Number(float, -1, 1))
     # Text-to-picture in queries (`clip_text`): a query text through CLIP's text tower,
     # searched among the pictures' and keyframes' vectors (this many nearest, at least
     # this cosine). Text-image cosines run far lower than image-image ones (about
@@ -50,10 +51,11 @@ class ClipSettings(SignalSettings):
     # UNCALIBRATED: set by hand without real weights; it stays below the weak tier, so a
     # caption match orders query results and never claims a duplicate. It weighs
     # `text_weight` in a query's fused score (it never scores pairs).
-    text_neighbours: int = 50
-    text_min_cosine: float = 0.15
-    text_weight: float = 0.1
-    text_calibration: Calibration = ((0.0, 0.0), (0.15, 0.05), (0.25, 0.3), (0.35, 0.6), (1.0, 0.6))
+    text_neighbours: int = setting(50, Number(int, lo=1))
+    text_min_cosine: float = setting(0.15, Number(float, -1, 1))
+    text_weight: float = setting(0.1, Number(float, lo=0))
+    text_calibration: Calibration = setting(
+        ((0.0, 0.0), (0.15, 0.05), (0.25, 0.3), (0.35, 0.6), (1.0, 0.6)), Knots(-1, 1))
     LEGACY: ClassVar = {"clip_download": "download", "clip_neighbours": "neighbours",
                         "clip_min_cosine": "min_cosine", "clip_calibration": "calibration",
                         "clip_text_neighbours": "text_neighbours",

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ..config import Calibration, SignalSettings
+from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.image import CENTRE_PENALTY, IMAGE_VERSION, ImageCodes, image_distance
 from ..index.hamming import HammingIndex
 from ..index.slots import entry_ids
@@ -31,9 +31,10 @@ class ImageSettings(SignalSettings):
     # pHash distance in bits -> score. Set by hand; the fit agrees on weak and medium (12
     # bits is medium, 14 below the tiers: distances are even, each pHash sets the 32 bits
     # above its median) and would make 10 bits strong, losing precision there, so it stays.
-    calibration: Calibration = (
-        (0.0, 1.0), (4.0, 0.95), (8.0, 0.9), (12.0, 0.8), (14.0, 0.6), (24.0, 0.2), (32.0, 0.0))
-    radius: int = 12  # candidates within this many bits
+    calibration: Calibration = setting((
+        (0.0, 1.0), (4.0, 0.95), (8.0, 0.9), (12.0, 0.8), (14.0, 0.6), (24.0, 0.2), (32.0, 0.0)),
+        Knots(0, 64))
+    radius: int = setting(12, Number(int, 0, 64))  # candidates within this many bits
     LEGACY: ClassVar = {"image_calibration": "calibration", "image_radius": "radius"}
 
 

@@ -18,7 +18,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ..config import Calibration, SignalSettings
+from ..config import Calibration, Choice, Knots, Number, SignalSettings, setting
 from ..extract.embed import SentenceEncoder
 from ..extract.registry import EncoderUnavailable
 from ..index.vectors import VectorIndex
@@ -36,10 +36,11 @@ class SemanticSettings(SignalSettings):
     # hand: fitted on templated paraphrases and one-word-changed hard negatives
     # (scripts/calibrate_signals.py), MiniLM alone would never reach the weak tier, which
     # loses recall, so this map stays until it is fitted on real labelled pairs.
-    calibration: Calibration = ((0.0, 0.0), (0.8, 0.4), (0.88, 0.7), (0.93, 0.8), (0.97, 0.9), (1.0, 1.0))
-    enabled: str = "auto"  # "auto" (where a GPU is), "on", "off"
-    neighbours: int = 10
-    min_cosine: float = 0.85
+    calibration: Calibration = setting(
+        ((0.0, 0.0), (0.8, 0.4), (0.88, 0.7), (0.93, 0.8), (0.97, 0.9), (1.0, 1.0)), Knots(-1, 1))
+    enabled: str = setting("auto", Choice(("auto", "on", "off")))  # "auto": where a GPU is
+    neighbours: int = setting(10, Number(int, lo=1))
+    min_cosine: float = setting(0.85, Number(float, -1, 1))
     LEGACY: ClassVar = {"semantic": "enabled", "semantic_neighbours": "neighbours",
                         "semantic_min_cosine": "min_cosine", "semantic_calibration": "calibration"}
 

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Iterator, Sequence
 import numpy as np
 from sqlalchemy.orm import Session
 
-from ..config import Calibration, SignalSettings
+from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
 from ..extract.normalize import text_hash
 from ..extract.shingles import SHORT_CHARS
@@ -61,15 +61,15 @@ class TextSettings(SignalSettings):
     # (topical notices included) it has precision 1.0 at medium and strong, and it keeps a
     # review band (raw 0.55-0.65) that the isotonic fit, on synthetic sets that separate
     # cleanly, squeezes to 0.005 (docs/benchmarks.md, "Signal calibration").
-    calibration: Calibration = (
-        (0.0, 0.0), (0.3, 0.5), (0.45, 0.7), (0.55, 0.8), (0.65, 0.9), (1.0, 1.0))
+    calibration: Calibration = setting((
+        (0.0, 0.0), (0.3, 0.5), (0.45, 0.7), (0.55, 0.8), (0.65, 0.9), (1.0, 1.0)), Knots(0, 1))
     # Candidates: LSH over the first `lsh_perms` positions of the weighted MinHash, bands
     # and rows chosen for weighted Jaccard >= `lsh_threshold` (88 positions give 22 bands
     # of 4 rows, 185 bytes a document: with the Hamming index, inside a 300-byte budget at
     # a million documents), and SimHash codes within `simhash_radius` bits.
-    lsh_threshold: float = 0.4
-    lsh_perms: int = 88
-    simhash_radius: int = 3
+    lsh_threshold: float = setting(0.4, Number(float, 0, 1, lo_open=True, hi_open=True))
+    lsh_perms: int = setting(88, Number(int, 1, NUM_PERM))
+    simhash_radius: int = setting(3, Number(int, 0, 64))
     LEGACY: ClassVar = {"text_calibration": "calibration", "text_lsh_threshold": "lsh_threshold",
                         "text_lsh_perms": "lsh_perms", "text_simhash_radius": "simhash_radius"}
 

@@ -13,7 +13,7 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from ..config import Calibration, SignalSettings
+from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.video import VIDEO_VERSION, VideoFrames, video_match
 from ..index.hamming import HammingIndex
 from ..index.slots import entry_ids
@@ -29,13 +29,13 @@ class VideoSettings(SignalSettings):
     # The aligned share of frames -> score (true copies align >= 0.89 in the benchmark,
     # different videos of the same photos <= 0.34); fitted by
     # `python scripts/calibrate_signals.py --seed 1`.
-    calibration: Calibration = (
+    calibration: Calibration = setting((
         (0.0, 0.0), (0.39, 0.1), (0.617, 0.5), (0.73, 0.7), (0.786, 0.8), (0.843, 0.9),
-        (1.0, 1.0))
+        (1.0, 1.0)), Knots(0, 1))
     # Frames sampled on content (about 1 a second plus scene cuts) match within this
     # radius; a stored video is a candidate once this many of a new video's frames hit it.
-    frame_radius: int = 12
-    min_frame_hits: int = 2
+    frame_radius: int = setting(12, Number(int, 0, 64))
+    min_frame_hits: int = setting(2, Number(int, lo=1))
     LEGACY: ClassVar = {"video_calibration": "calibration", "video_frame_radius": "frame_radius",
                         "video_min_frame_hits": "min_frame_hits"}
 
