@@ -337,8 +337,6 @@ class Settings:
     word_weight_min: float = setting(0.1, Number(float, 0, 1, lo_open=True, hi_open=True))
     word_weight_max: float = setting(20.0, Number(float, lo=1, lo_open=True))
     word_weight_step: float = setting(1.0, POSITIVE)
-    # A retrain holds a lock in the database; one older than this was left by a crashed run.
-    retrain_lock_seconds: int = setting(6 * 3600, COUNT)
 
     # Review (`mmdedup review`): the queue holds pairs of these tiers, in this order (each
     # most uncertain first: medium and weak highest score first, strong lowest first); a
@@ -491,6 +489,9 @@ def _check_content_weights(settings: Settings, content: Collection[str],
 def _read_legacy(path: Path, values: dict[str, Any], tables: dict[str, Any],
                  signal_kinds: Mapping[str, type[SignalSettings]]) -> None:
     """Move top-level keys of older configs into their signal's table, saying so once."""
+    if values.pop("retrain_lock_seconds", None) is not None:
+        log.warning("%s: `retrain_lock_seconds` is no longer used (a retrain's lock dies with its "
+                    "process): remove it", path)
     weights = values.pop("fusion_weights", None)
     if weights is not None:
         log.warning("%s: `fusion_weights` is deprecated: set `weight` under [signals.<name>]", path)
