@@ -8,7 +8,8 @@ class below owns what every signal does the same way
   signatures of the signal's version, take the items out of the candidate index and put
   the new values in, and return the candidate pairs the index proposes;
 - the candidate index as a cache of the store: opened from its files when their stamp
-  (version, count) agrees with the store, else rebuilt from the signatures; saved at the end;
+  (index/cache.py) agrees with the store, else rebuilt from the signatures; caught up with
+  the signatures other processes wrote since it last looked; saved at the end;
 - a pair's score (`pair_values`): the stored values of both items, the raw similarity,
   calibrated to the common scale through one helper, NaN where either item lacks it;
 - a query (`query`): a probe's values searched in the index and scored like a pair;
