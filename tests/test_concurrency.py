@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import create_engine, make_url, select, text
 
 from mmdedup import Platform
-from mmdedup.store.locks import job_lock
+from mmdedup.store.locks import LockBusy, job_lock
 from mmdedup.store.schema import ModelVersion, Signature
 
 from conftest import PG_URL, write_manifest
@@ -174,26 +174,45 @@ def labelled_store(home: Path, url: str, records: list[dict], tmp_path: Path) ->
 RETRAIN_ENV = {**FIXED_TFIDF, "MMDEDUP_FUSION_MIN_LABELS": "3", "MMDEDUP_INGEST_CHUNK": "25"}
 
 
+def retrain_until_killed(home: Path, url: str, after: float | None) -> tuple[float, bool]:
+    """Start a retrain, wait until it holds its lock (its work has begun), then kill it
+    `after` seconds later (None: let it finish). Returns the seconds it worked and
+    whether the kill landed before it finished."""
+    engine = create_engine(url)
+    proc = mmdedup(home, url, "retrain", env=RETRAIN_ENV)
+    try:
+        while proc.poll() is None:
+            try:
+                with job_lock(engine, "retrain"):
+                    pass
+            except LockBusy:
+                break
+            time.sleep(0.01)
+        started = time.monotonic()
+        if after is None:
+            finish(proc)
+        else:
+            time.sleep(after)
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate(timeout=60)
+        return time.monotonic() - started, proc.returncode == -signal.SIGKILL
+    finally:
+        engine.dispose()
+
+
 def test_a_retrain_killed_at_any_moment_is_finished_by_the_next(new_store, tmp_path: Path) -> None:
-    first, second = corpus(250, seed=5)
+    first, second = corpus(400, seed=5)
     records = first + second
     home, url = new_store("ref")
     labelled_store(home, url, records, tmp_path)
-    started = time.monotonic()
-    out = finish(mmdedup(home, url, "retrain", env=RETRAIN_ENV))
-    took = time.monotonic() - started
-    assert "pairs re-scored" in out
+    took, _ = retrain_until_killed(home, url, None)
     expected, expected_state = pairs_by_ids(home, url), state(home, url)
 
     killed = 0
-    for k, share in enumerate((0.3, 0.45, 0.6, 0.75, 0.9)):
+    for k, share in enumerate((0.1, 0.3, 0.5, 0.7, 0.9)):
         home_k, url_k = new_store(f"k{k}")
         labelled_store(home_k, url_k, records, tmp_path)
-        proc = mmdedup(home_k, url_k, "retrain", env=RETRAIN_ENV)
-        time.sleep(took * share)
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-        killed += proc.returncode == -signal.SIGKILL
+        killed += retrain_until_killed(home_k, url_k, took * share)[1]
         again = mmdedup(home_k, url_k, "retrain", "--wait", "0", env=RETRAIN_ENV)
         finish(again)  # not refused: the killed run's lock died with it
         assert pairs_by_ids(home_k, url_k) == expected, f"killed at {share:.0%} of a run"
