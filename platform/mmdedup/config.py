@@ -54,6 +54,11 @@ class Settings:
     tier_strong: float = 0.9
     tier_medium: float = 0.8
     tier_weak: float = 0.7
+    # Pairs are stored down to this fused score, below the weak tier and with no tier (not
+    # shown as pairs anywhere), so lowering tier_weak as far as this shows pairs scored
+    # before at once, with no re-ingest. 0.5 is where every signal's calibration puts even
+    # odds of a duplicate (SignalSettings): below it a pair is more likely distinct.
+    pair_floor: float = 0.5
 
     # Input limits: past these an item fails with a reason instead of exhausting memory.
     max_file_bytes: int = 256 * 1024 * 1024
@@ -110,6 +115,13 @@ class Settings:
     # signal; a signal missing here (Settings() in a test) runs on its defaults.
     signals: Mapping[str, SignalSettings] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.tier_weak < self.pair_floor:
+            raise ValueError(f"tier_weak = {self.tier_weak:g} is below pair_floor = {self.pair_floor:g}: "
+                             "pairs scoring under pair_floor are not stored, so no tier can reach "
+                             "below it; raise tier_weak or lower pair_floor (which keeps more pairs "
+                             "from the next scoring on)")
+
     def signal(self, name: str, kind: type[S]) -> S:
         found = self.signals.get(name)
         return found if isinstance(found, kind) else kind()
@@ -120,15 +132,17 @@ class Settings:
                    if name in weights else self.signal(name, kind) for name, kind in kinds.items()}
         return dataclasses.replace(self, signals=signals)
 
+    @property
+    def tier_thresholds(self) -> tuple[tuple[str, float], ...]:
+        """The tiers with their lowest scores, strongest first. A pair's tier is the first
+        whose threshold its score reaches (none below the weak one), derived whenever a pair
+        is read (store/pairs.py `tier_of`), never stored: a change of tiers applies to every
+        stored pair at once."""
+        return (("strong", self.tier_strong), ("medium", self.tier_medium), ("weak", self.tier_weak))
+
     def tier(self, score: float) -> str | None:
         """The tier a fused score falls in, or None below the weak threshold."""
-        if score >= self.tier_strong:
-            return "strong"
-        if score >= self.tier_medium:
-            return "medium"
-        if score >= self.tier_weak:
-            return "weak"
-        return None
+        return next((name for name, lowest in self.tier_thresholds if score >= lowest), None)
 
 
 TIERS = ("strong", "medium", "weak")

@@ -166,7 +166,10 @@ def with_fusion(settings: Settings, model: FusionModel | None,
 
 
 class Scorer(Protocol):
-    """Scores pairs with the models in force: writing them (call) or not (signals_of)."""
+    """Scores pairs with the models in force: writing them (call) or not (signals_of);
+    `settings` holds the tiers in force."""
+
+    settings: Settings
 
     def __call__(self, session: Session, pairs: np.ndarray) -> int: ...
 
@@ -279,8 +282,9 @@ class Job:
         return len(pairs)
 
     def _tiers(self) -> dict[tuple[int, int], str]:
+        """Each pair's tier under the tiers in force now (a fitted fusion model's)."""
         with self.sessions() as session:
-            return pair_tiers(session)
+            return pair_tiers(session, self.scorer.settings.tier_thresholds)
 
 
 def _tier_changes(before: dict, after: dict) -> Counter[tuple[str, str]]:
