@@ -34,7 +34,7 @@ def candidate_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def scored_pairs(pairs: np.ndarray, values: dict[str, SignalValues], fusion: Fusion,
-                 floor: float, medium: float, skip: set[tuple[int, int]] = frozenset()) -> list[dict]:
+                 floor: float, skip: set[tuple[int, int]] = frozenset()) -> list[dict]:
     """Pair records (a_pk, b_pk, score, kind, signals, details) of the candidate pairs that
     score at least `floor` (the `pair_floor` setting), `skip` left out."""
     lo, hi = pairs[:, 0], pairs[:, 1]
@@ -54,7 +54,7 @@ def scored_pairs(pairs: np.ndarray, values: dict[str, SignalValues], fusion: Fus
             continue
         details = {name: {k: _plain(arr[i]) for k, arr in v.details.items()}
                    for name, v in values.items() if v.details and not np.isnan(v.values[i])}
-        records.append({"a_pk": a, "b_pk": b, "score": score, "kind": fusion.kind(sig, medium),
+        records.append({"a_pk": a, "b_pk": b, "score": score, "kind": fusion.kind(sig),
                         "signals": sig, "details": details or None})
     return records
 

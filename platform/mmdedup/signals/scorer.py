@@ -52,7 +52,7 @@ class PairScorer:
         exact, stale = stored_pairs(session, pairs)
         delete_pairs(session, stale)
         records = scored_pairs(pairs, self.values(session, pairs), self.fusion,
-                               self.settings.pair_floor, self.settings.tier_medium, skip=exact)
+                               self.settings.pair_floor, skip=exact)
         insert_pairs(session, records, self.version())
         return sum(self.settings.tier(r["score"]) is not None for r in records)
 
