@@ -155,11 +155,15 @@ def active_fusion(session: Session) -> FusionModel | None:
 def with_fusion(settings: Settings, model: FusionModel | None,
                 kinds: Mapping[str, type[SignalSettings]]) -> Settings:
     """The settings scoring runs with: the fitted weights and tiers where a fit exists
-    (`kinds`: each signal's settings class, by name)."""
+    (`kinds`: each signal's settings class, by name). A fit keeps weak at the configured
+    tier and only ever raises strong above it, so the tiers configured now still hold
+    there when they changed after the fit."""
     if model is None or not model.fitted:
         return settings
-    return replace(settings.with_weights(model.weights, kinds), tier_strong=model.strong,
-                   tier_medium=model.medium, tier_weak=model.weak)
+    strong = max(model.strong, settings.tier_strong)
+    medium = min(max(model.medium, settings.tier_weak), strong)
+    return replace(settings.with_weights(model.weights, kinds), tier_strong=strong,
+                   tier_medium=medium, tier_weak=settings.tier_weak)
 
 
 # --- the job ---------------------------------------------------------------------------
