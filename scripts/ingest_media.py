@@ -39,12 +39,13 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import lxml.html
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from mmdedup import Platform
 from mmdedup.config import TIERS
 from mmdedup.input.items import HTML_EXTENSIONS, IMAGE_EXTENSIONS, VIDEO_EXTENSIONS
-from mmdedup.store.schema import Item, Pair
+from mmdedup.store.queries import tier_counts
+from mmdedup.store.schema import Item
 
 STAGING = ".mmdedup-staging"
 
@@ -180,7 +181,7 @@ def pair_counts(platform: Platform) -> dict[str, int]:
     """Pairs per tier: the one count of `stats()` the summary needs (stats also builds the
     clusters, reading every pair and item id)."""
     with platform.sessions() as session:
-        return dict(session.execute(select(Pair.tier, func.count()).group_by(Pair.tier)).all())
+        return tier_counts(session, platform.settings.tier_thresholds)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -152,8 +152,8 @@ def test_labels_survive_migrations(db_url: str, home: Path) -> None:
             s.add_all(items)
             s.flush()
             p, q, r = (x.pk for x in items)
-            s.add(Pair(a_pk=p, b_pk=q, score=0.85, tier="medium", kind="text-reuse", signals={}))
-            s.add(Pair(a_pk=p, b_pk=r, score=0.82, tier="medium", kind="text-reuse", signals={}))
+            s.add(Pair(a_pk=p, b_pk=q, score=0.85, kind="text-reuse", signals={}))
+            s.add(Pair(a_pk=p, b_pk=r, score=0.82, kind="text-reuse", signals={}))
             s.add(Label(a_pk=p, b_pk=q, decision="duplicate", reviewer="ann",
                         created_at=datetime(2024, 5, 1, 8, tzinfo=timezone.utc)))
         expected = [{"a": "p", "b": "q", "decision": "duplicate", "reviewer": "ann",

@@ -314,7 +314,7 @@ def _concurrent_store(home: Path, db_url: str, n_pairs: int) -> list[tuple[int, 
             s.flush()
             pks = sorted(r.pk for r in rows)
             keys = [(pks[2 * k], pks[2 * k + 1]) for k in range(n_pairs)]
-            s.add_all(Pair(a_pk=a, b_pk=b, score=0.85 - k * 0.001, tier="medium",
+            s.add_all(Pair(a_pk=a, b_pk=b, score=0.85 - k * 0.001,
                            kind="text-reuse", signals={"text": 0.85})
                       for k, (a, b) in enumerate(keys))
     return keys
@@ -335,7 +335,7 @@ def test_concurrent_reviewers_never_get_the_same_pair(home: Path, db_url: str) -
             barrier.wait()
             while True:
                 taken = feedback.claim(platforms[reviewer].sessions, reviewer, ("medium",),
-                                       timedelta(minutes=5), exclude=got[reviewer])
+                                       platforms[reviewer].settings.tier_thresholds, timedelta(minutes=5), exclude=got[reviewer])
                 if not taken:
                     return
                 got[reviewer].extend(taken)
@@ -420,11 +420,12 @@ def test_postgresql_passes_over_rows_another_session_is_claiming(store: Platform
         pytest.skip("row locks are PostgreSQL's")
     with store.sessions() as s:
         first, second = [tuple(r) for r in s.execute(feedback.queue_select(
-            "ann", ("medium",), datetime.now(timezone.utc)).limit(2))]
+            "ann", ("medium",), store.settings.tier_thresholds, datetime.now(timezone.utc)).limit(2))]
     with store.sessions.begin() as locker:
         locker.execute(sql_select(Pair).where(Pair.a_pk == first[0], Pair.b_pk == first[1])
                        .with_for_update())
         started = time.monotonic()
-        taken = feedback.claim(store.sessions, "ann", ("medium",), timedelta(minutes=5))
+        taken = feedback.claim(store.sessions, "ann", ("medium",), store.settings.tier_thresholds,
+                               timedelta(minutes=5))
         assert time.monotonic() - started < 5
     assert taken == [second]

@@ -201,18 +201,20 @@ class Platform:
     # --- results -----------------------------------------------------------------------
 
     def pairs(self, min_tier: str = "weak") -> list[Pair]:
-        """Scored pairs at or above `min_tier`, best first."""
+        """Scored pairs at or above `min_tier` under the tiers in force, best first."""
         tiers = tiers_at_least(min_tier)
         listed = registry.listed_names()
         with self.sessions() as session:
             ids = queries.item_ids(session)
-            return [Pair.from_row(row, ids, listed) for row in queries.pairs_in_tiers(session, tiers)]
+            return [Pair.from_row(row, ids, listed) for row in
+                    queries.pairs_in_tiers(session, tiers, self.settings.tier_thresholds)]
 
     def clusters(self) -> list[Cluster]:
         """Duplicate groups; the canonical member is the earliest ingested."""
         with self.sessions() as session:
             ids = queries.item_ids(session)
-            edges = accepted_edges(queries.pair_edges(session), labels.decisions_in_force(session),
+            edges = accepted_edges(queries.pair_edges(session, self.settings.tier_thresholds),
+                                   labels.decisions_in_force(session),
                                    self.settings.tier_weak,
                                    [s.name for s in self._signals if s.medium])
         # pks grow in ingest order, so the smallest pk is the earliest ingested item.
@@ -256,7 +258,8 @@ class Platform:
                      limit: int | None = None) -> list[dict[str, Any]]:
         """The pairs `reviewer` would be offered next, in order, without claiming them."""
         tiers = queue.check_tiers(list(tiers or self.settings.review_tiers))
-        return queue.peek_queue(self.sessions, reviewer or default_reviewer(), tiers, limit)
+        return queue.peek_queue(self.sessions, reviewer or default_reviewer(), tiers,
+                                self.settings.tier_thresholds, limit)
 
     def review_session(self, reviewer: str | None = None,
                        tiers: Iterable[str] | None = None) -> ReviewSession:
@@ -277,7 +280,8 @@ class Platform:
 
     def stats(self) -> dict[str, Any]:
         with self.sessions() as session:
-            return {**queries.counts(session), "clusters": len(self.clusters())}
+            return {**queries.counts(session, self.settings.tier_thresholds),
+                    "clusters": len(self.clusters())}
 
     def report(self, out: str | Path, *, max_pairs: int = DEFAULT_MAX_PAIRS,
                max_clusters: int = DEFAULT_MAX_CLUSTERS,

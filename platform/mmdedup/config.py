@@ -302,6 +302,11 @@ class Settings:
     tier_strong: float = setting(0.9, SCORE)
     tier_medium: float = setting(0.8, SCORE)
     tier_weak: float = setting(0.7, SCORE)
+    # Pairs are stored down to this fused score, below the weak tier and with no tier (not
+    # shown as pairs anywhere), so lowering tier_weak as far as this shows pairs scored
+    # before at once, with no re-ingest. 0.5 is where every signal's calibration puts even
+    # odds of a duplicate (SignalSettings): below it a pair is more likely distinct.
+    pair_floor: float = setting(0.5, Number(float, 0, 1))
 
     # Input limits: past these an item fails with a reason instead of exhausting memory.
     max_file_bytes: int = setting(256 * 1024 * 1024, COUNT)
@@ -359,6 +364,10 @@ class Settings:
     CROSS_CHECKS: ClassVar[tuple[Cross, ...]] = (
         (("tier_weak", "tier_medium", "tier_strong"), lambda w, m, s: w <= m <= s,
          "tier_weak <= tier_medium <= tier_strong"),
+        (("pair_floor", "tier_weak"), lambda f, w: f <= w,
+         "pair_floor <= tier_weak (pairs scoring under pair_floor are not stored, so no tier "
+         "reaches below it: raise tier_weak, or lower pair_floor, which keeps more pairs from "
+         "the next scoring on)"),
     )
 
     def __post_init__(self) -> None:
@@ -378,15 +387,17 @@ class Settings:
                    if name in weights else self.signal(name, kind) for name, kind in kinds.items()}
         return dataclasses.replace(self, signals=signals)
 
+    @property
+    def tier_thresholds(self) -> tuple[tuple[str, float], ...]:
+        """The tiers with their lowest scores, strongest first. A pair's tier is the first
+        whose threshold its score reaches (none below the weak one), derived whenever a pair
+        is read (store/pairs.py `tier_of`), never stored: a change of tiers applies to every
+        stored pair at once."""
+        return (("strong", self.tier_strong), ("medium", self.tier_medium), ("weak", self.tier_weak))
+
     def tier(self, score: float) -> str | None:
         """The tier a fused score falls in, or None below the weak threshold."""
-        if score >= self.tier_strong:
-            return "strong"
-        if score >= self.tier_medium:
-            return "medium"
-        if score >= self.tier_weak:
-            return "weak"
-        return None
+        return next((name for name, lowest in self.tier_thresholds if score >= lowest), None)
 
 
 TIERS = ("strong", "medium", "weak")

@@ -30,7 +30,7 @@ have `min_labels` labels: the defaults come back unchanged, with the reason.
 Thresholds, from the labelled fused scores under the fitted weights (a starting point to
 be checked by a person, not a proof; the labels mostly come from the review queue, so
 they over-represent the medium band):
-- weak stays at its default: pairs below it are never stored, hence never labelled, so
+- weak stays at its default: pairs below it are never shown, hence never labelled, so
   the labels cannot say where it should be. It is the floor of the other two.
 - strong (merged without review) is the larger of mean_distinct + 2 sd_distinct and the
   lowest score that fewer than 1% of the labelled distinct pairs reach (with under 100

@@ -119,18 +119,25 @@ def active_fusion(session: Session) -> FusionModel | None:
 def with_fusion(settings: Settings, model: FusionModel | None,
                 kinds: Mapping[str, type[SignalSettings]]) -> Settings:
     """The settings scoring runs with: the fitted weights and tiers where a fit exists
-    (`kinds`: each signal's settings class, by name)."""
+    (`kinds`: each signal's settings class, by name). A fit keeps weak at the configured
+    tier and only ever raises strong above it, so the tiers configured now still hold
+    there when they changed after the fit."""
     if model is None or not model.fitted:
         return settings
-    return replace(settings.with_weights(model.weights, kinds), tier_strong=model.strong,
-                   tier_medium=model.medium, tier_weak=model.weak)
+    strong = max(model.strong, settings.tier_strong)
+    medium = min(max(model.medium, settings.tier_weak), strong)
+    return replace(settings.with_weights(model.weights, kinds), tier_strong=strong,
+                   tier_medium=medium, tier_weak=settings.tier_weak)
 
 
 # --- the job ---------------------------------------------------------------------------
 
 
 class Scorer(Protocol):
-    """Scores pairs with the models in force: writing them (call) or not (signals_of)."""
+    """Scores pairs with the models in force: writing them (call) or not (signals_of);
+    `settings` holds the tiers in force."""
+
+    settings: Settings
 
     def __call__(self, session: Session, pairs: np.ndarray) -> int: ...
 
@@ -261,8 +268,9 @@ class Job:
             after = tuple(batch[-1].tolist())
 
     def _tiers(self) -> dict[tuple[int, int], str]:
+        """Each pair's tier under the tiers in force now (a fitted fusion model's)."""
         with self.sessions() as session:
-            return pair_tiers(session)
+            return pair_tiers(session, self.scorer.settings.tier_thresholds)
 
 
 def _tier_changes(before: dict, after: dict) -> Counter[tuple[str, str]]:

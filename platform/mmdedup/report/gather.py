@@ -1,5 +1,7 @@
 """What the report shows, read from the store: the summary, the histogram of fused
-scores per tier, the review queue and the items on the page, as plain dicts."""
+scores per tier, the review queue and the items on the page, as plain dicts. Every tier
+on the page is the one in force (`settings`, with a fitted fusion model's tiers), so
+the counts, the histogram and the labels with their thresholds agree."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def gather(session: Session, settings: Settings, clusters: list[dict[str, Any]],
            max_pairs: int, max_clusters: int) -> dict[str, Any]:
     """Everything the page shows, read in a handful of queries, as plain dicts."""
     histogram, tier_counts = score_histogram(session, settings)
-    queue_total, queue = review_queue(session, max_pairs)
+    queue_total, queue = review_queue(session, settings, max_pairs)
     # Largest groups first: they are where a wrong merge costs most.
     shown = sorted(clusters, key=lambda c: -len(c["members"]))[:max_clusters]
     wanted = {m for c in shown for m in c["members"][:MAX_MEMBERS]}
@@ -52,7 +54,7 @@ def score_histogram(session: Session, settings: Settings) -> tuple[dict[str, Any
     lo = np.floor(settings.tier_weak / HIST_BIN + 1e-9) * HIST_BIN
     bins = max(1, int(round((1.0 - lo) / HIST_BIN)))
     counts = {tier: np.zeros(bins, np.int64) for tier in TIERS}
-    for part in stream_tier_scores(session).partitions():
+    for part in stream_tier_scores(session, settings.tier_thresholds).partitions():
         tiers = np.array([t for t, _ in part], dtype=object)
         scores = np.array([s for _, s in part], dtype=np.float64)
         index = np.clip(np.floor((scores - lo) / HIST_BIN + 1e-9).astype(np.int64), 0, bins - 1)
@@ -63,15 +65,16 @@ def score_histogram(session: Session, settings: Settings) -> tuple[dict[str, Any
             "counts": {t: c.tolist() for t, c in counts.items()}}, tier_counts
 
 
-def review_queue(session: Session, limit: int) -> tuple[int, list[dict[str, Any]]]:
+def review_queue(session: Session, settings: Settings, limit: int) -> tuple[int, list[dict[str, Any]]]:
     """(how many, the first `limit`) medium pairs no reviewer has decided, most uncertain
     first: the highest scores, nearest the line where pairs merge without a reviewer.
     This is the review queue as a whole (no one reviewer's view): a pair counts as decided
     once it has a duplicate or distinct label ('unsure' leaves it in the queue), as the
     clusters read labels, and pairs a session holds are still shown."""
     now = utcnow()
-    total = queue_count(session, None, ("medium",), now)
-    rows = queue_pairs(session, None, ("medium",), now, limit)
+    thresholds = settings.tier_thresholds
+    total = queue_count(session, None, ("medium",), thresholds, now)
+    rows = queue_pairs(session, None, ("medium",), thresholds, now, limit)
     ids = item_ids_of(session, {pk for p in rows for pk in (p.a_pk, p.b_pk)})
     return total, [Pair.from_row(p, ids).as_dict() for p in rows]
 

@@ -1,7 +1,8 @@
 """The review queue: its order, and the claims that keep two reviewers off one pair.
 
-The review queue is the pairs of the configured tiers (`review_tiers`, medium by default)
-that no reviewer has decided yet, most uncertain first: medium and weak pairs highest
+The review queue is the pairs of the configured tiers (`review_tiers`, medium by default),
+under the tiers in force when the queue is read (`Settings.tier_thresholds`: a change of
+tiers moves pairs in or out of it at once), that no reviewer has decided yet, most uncertain first: medium and weak pairs highest
 score first (nearest the tier above), strong pairs lowest first. A pair a reviewer called
 'unsure' stays in the queue for the others, not for them.
 
@@ -33,6 +34,7 @@ from ..store.queue import (
     release_claims,
     take_claim,
 )
+from ..store.pairs import Thresholds
 from ..store.schema import utcnow
 from .labels import PairKey
 from .view import load_pairs
@@ -49,22 +51,22 @@ def check_tiers(tiers: Sequence[str]) -> tuple[str, ...]:
 
 
 def queue_size(sessions: sessionmaker[Session], reviewer: str, tiers: Sequence[str],
-               exclude: Iterable[PairKey] = ()) -> int:
+               thresholds: Thresholds, exclude: Iterable[PairKey] = ()) -> int:
     with sessions() as session:
-        return queue_count(session, reviewer, tiers, utcnow(), exclude)
+        return queue_count(session, reviewer, tiers, thresholds, utcnow(), exclude)
 
 
 def peek_queue(sessions: sessionmaker[Session], reviewer: str, tiers: Sequence[str],
-               limit: int | None = None) -> list[dict[str, Any]]:
+               thresholds: Thresholds, limit: int | None = None) -> list[dict[str, Any]]:
     """The queue as `reviewer` would be offered it, without claiming anything."""
     with sessions() as session:
-        keys = queue_keys(session, reviewer, tiers, utcnow(), limit)
-        views = load_pairs(session, keys)
+        keys = queue_keys(session, reviewer, tiers, thresholds, utcnow(), limit)
+        views = load_pairs(session, keys, thresholds)
     return [views[k].record() for k in keys if k in views]
 
 
 def claim(sessions: sessionmaker[Session], reviewer: str, tiers: Sequence[str],
-          ttl: timedelta, *, n: int = 1, exclude: Iterable[PairKey] = (),
+          thresholds: Thresholds, ttl: timedelta, *, n: int = 1, exclude: Iterable[PairKey] = (),
           only: PairKey | None = None) -> list[PairKey]:
     """Claim up to `n` pairs at the head of `reviewer`'s queue (or just `only`): claim rows
     written and committed, so no other reviewer's session is offered them until they are
@@ -73,7 +75,7 @@ def claim(sessions: sessionmaker[Session], reviewer: str, tiers: Sequence[str],
     for _ in range(_MAX_RACES):
         with sessions.begin() as session:
             now = utcnow()
-            picked = pick(session, reviewer, tiers, now, exclude, only, n)
+            picked = pick(session, reviewer, tiers, thresholds, now, exclude, only, n)
             if not picked:
                 return []
             got = [pair for pair in picked if take_claim(session, pair, reviewer, now, ttl)]

@@ -46,6 +46,7 @@ class ReviewSession:
         self.sessions = sessions
         self.reviewer = reviewer
         self.tiers = check_tiers(tiers or settings.review_tiers)
+        self.thresholds = settings.tier_thresholds
         self.ttl = timedelta(minutes=settings.review_claim_minutes)
         self.front: list[PairKey] = []  # claimed, shown before the queue (undone pairs)
         self.skipped: list[PairKey] = []  # skipped once this session, to offer again at the end
@@ -61,7 +62,7 @@ class ReviewSession:
             if key is None:
                 return None
             with self.sessions() as session:
-                self._current = load_pairs(session, [key]).get(key)
+                self._current = load_pairs(session, [key], self.thresholds).get(key)
             if self._current is None:  # rescored away meanwhile
                 release(self.sessions, self.reviewer, [key])
         return self._current
@@ -69,14 +70,14 @@ class ReviewSession:
     def _next_key(self) -> PairKey | None:
         if self.front:
             return self.front.pop(0)
-        got = claim(self.sessions, self.reviewer, self.tiers, self.ttl,
+        got = claim(self.sessions, self.reviewer, self.tiers, self.thresholds, self.ttl,
                     exclude=self.skipped + self.set_aside)
         if got:
             return got[0]
         while self.skipped:  # the queue is done: skipped pairs once more
             key = self.skipped.pop(0)
             self.set_aside.append(key)
-            if claim(self.sessions, self.reviewer, self.tiers, self.ttl, only=key):
+            if claim(self.sessions, self.reviewer, self.tiers, self.thresholds, self.ttl, only=key):
                 return key
         return None
 
@@ -121,7 +122,7 @@ class ReviewSession:
     def remaining(self) -> int:
         """Pairs still to show this session, the one on screen included."""
         held = self.front + ([self._current.key] if self._current else [])
-        return (queue_size(self.sessions, self.reviewer, self.tiers,
+        return (queue_size(self.sessions, self.reviewer, self.tiers, self.thresholds,
                            exclude=held + self.skipped + self.set_aside)
                 + len(held) + len(self.skipped))
 

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from ..input.items import text_for_signals
 from ..results import Pair
+from ..store.pairs import Thresholds
 from ..store.queries import assets_of, item_rows_by_pk, pairs_by_key
 from .labels import PairKey
 
@@ -32,11 +33,13 @@ class PairView:
                     self.details).as_dict()
 
 
-def load_pairs(session: Session, keys: Sequence[PairKey]) -> dict[PairKey, PairView]:
-    """Views of these pairs (ones rescored away since are missing)."""
+def load_pairs(session: Session, keys: Sequence[PairKey],
+               thresholds: Thresholds) -> dict[PairKey, PairView]:
+    """Views of these pairs with their tiers under `thresholds` (ones rescored away since
+    are missing)."""
     if not keys:
         return {}
-    pairs = pairs_by_key(session, list(keys))
+    pairs = pairs_by_key(session, list(keys), thresholds)
     pks = list({pk for p in pairs for pk in (p.a_pk, p.b_pk)})
     items = {r.pk: {"id": r.id, "title": r.title or "",
                     "text": text_for_signals(r.title, r.text, r.page_text), "assets": []}

@@ -22,6 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Collection, Mapping
 
+# A "same-item" match needs each medium the two items share to score at least this. It is
+# a point of the common scale (the default medium tier, 80% estimated precision), not a
+# tier: a pair's kind is stored with it, and a threshold that follows the configurable
+# tiers would leave the stored kinds disagreeing with the tiers once they change.
+SAME_ITEM_SCORE = 0.8
+
 
 @dataclass(frozen=True)
 class Fusion:
@@ -37,7 +43,7 @@ class Fusion:
     def with_weights(self, weights: Mapping[str, float]) -> Fusion:
         return replace(self, weights=dict(weights))
 
-    def kind(self, signals: Mapping[str, float | None], threshold: float) -> str:
+    def kind(self, signals: Mapping[str, float | None], threshold: float = SAME_ITEM_SCORE) -> str:
         """Which content carried the match: its signal's kind ("text-reuse", "paraphrase",
         ...), or "same-item" when the two items share more than one medium and each of
         them matches at or above threshold."""

@@ -2,7 +2,8 @@
 
 Candidates come from any index (text LSH and Hamming, image and video codes, embedding
 neighbours); whichever found a pair, it is scored with all signals at once so the fused
-score, tier and kind never depend on which index happened to propose it. Each signal gives
+score and kind never depend on which index happened to propose it. No tier is written:
+a pair's tier follows from its score and the tiers in force whenever it is read. Each signal gives
 its `SignalValues` for the pairs (signals/base.py reads the stored signatures), with NaN
 where either item lacks that signal.
 """
@@ -10,7 +11,6 @@ where either item lacks that signal.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -34,16 +34,15 @@ def candidate_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def scored_pairs(pairs: np.ndarray, values: dict[str, SignalValues], fusion: Fusion,
-                 tier: Callable[[float], str | None], weak: float, medium: float,
-                 skip: set[tuple[int, int]] = frozenset()) -> list[dict]:
-    """Pair records (a_pk, b_pk, score, tier, kind, signals, details) of the candidate
-    pairs that reach a tier, `skip` left out."""
+                 floor: float, skip: set[tuple[int, int]] = frozenset()) -> list[dict]:
+    """Pair records (a_pk, b_pk, score, kind, signals, details) of the candidate pairs that
+    score at least `floor` (the `pair_floor` setting), `skip` left out."""
     lo, hi = pairs[:, 0], pairs[:, 1]
-    # No fused score exceeds the best single signal: pairs whose best is below the weak
-    # tier (most candidates) are dropped here, in numpy, not one dict at a time.
+    # No fused score exceeds the best single signal: pairs whose best is below the floor
+    # (most candidates) are dropped here, in numpy, not one dict at a time.
     best = np.fmax.reduce([v.values for v in values.values()]) if values else np.full(len(pairs), np.nan)
     records = []
-    for i in np.flatnonzero(best >= weak).tolist():
+    for i in np.flatnonzero(best >= floor).tolist():
         a, b = int(lo[i]), int(hi[i])
         if (a, b) in skip:
             continue
@@ -51,14 +50,12 @@ def scored_pairs(pairs: np.ndarray, values: dict[str, SignalValues], fusion: Fus
         if not sig:
             continue
         score = fusion.fuse(sig)
-        level = tier(score)
-        if level is None:
+        if score < floor:
             continue
         details = {name: {k: _plain(arr[i]) for k, arr in v.details.items()}
                    for name, v in values.items() if v.details and not np.isnan(v.values[i])}
-        records.append({"a_pk": a, "b_pk": b, "score": score, "tier": level,
-                        "kind": fusion.kind(sig, medium), "signals": sig,
-                        "details": details or None})
+        records.append({"a_pk": a, "b_pk": b, "score": score, "kind": fusion.kind(sig),
+                        "signals": sig, "details": details or None})
     return records
 
 

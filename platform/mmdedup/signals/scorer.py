@@ -1,7 +1,9 @@
 """Scoring candidate pairs with every signal and keeping the pairs table in agreement.
 
 Whichever index proposed a pair, it is scored with all signals at once, so the fused
-score, tier and kind never depend on which index happened to find it.
+score and kind never depend on which index happened to find it. Pairs are kept down to
+`pair_floor`, below the weak tier, and stored without a tier (store/pairs.py derives it
+when they are read), so a change of tiers never needs pairs scored again.
 """
 
 from __future__ import annotations
@@ -41,18 +43,18 @@ class PairScorer:
         return {s.name: s.pair_values(session, pairs[:, 0], pairs[:, 1]) for s in self.signals}
 
     def __call__(self, session: Session, pairs: np.ndarray) -> int:
-        """Score candidate pairs and make the pairs table agree: pairs at or above the weak
-        tier are (re)written, scored pairs that fell below it are removed, exact pairs are
-        left alone. Returns the number of pairs written."""
+        """Score candidate pairs and make the pairs table agree: pairs at or above the
+        floor are (re)written, scored pairs that fell below it are removed, exact pairs are
+        left alone. Returns the number of pairs written that reach a tier now (the
+        near-duplicate pairs a user is shown)."""
         if len(pairs) == 0:
             return 0
         exact, stale = stored_pairs(session, pairs)
         delete_pairs(session, stale)
-        s = self.settings
-        records = scored_pairs(pairs, self.values(session, pairs), self.fusion, s.tier,
-                               s.tier_weak, s.tier_medium, skip=exact)
+        records = scored_pairs(pairs, self.values(session, pairs), self.fusion,
+                               self.settings.pair_floor, skip=exact)
         insert_pairs(session, records, self.version())
-        return len(records)
+        return sum(self.settings.tier(r["score"]) is not None for r in records)
 
     def signals_of(self, session: Session, pairs: np.ndarray) -> list[dict[str, float]]:
         """Every signal's score of each pair (absent signals left out), without writing:
@@ -68,6 +70,4 @@ class PairScorer:
         retrain cut short, a changed weight): a retrain re-scores it."""
         made = "|".join(f"{s.name}={v}" for s in self.signals if (v := s.version()) is not None)
         weights = ",".join(f"{k}={w!r}" for k, w in sorted(self.fusion.weights.items()))
-        s = self.settings
-        tiers = f"{s.tier_strong!r},{s.tier_medium!r},{s.tier_weak!r}"
-        return hashlib.sha256(f"{made}|{weights}|{tiers}".encode()).hexdigest()[:16]
+        return hashlib.sha256(f"{made}|{weights}".encode()).hexdigest()[:16]

@@ -340,7 +340,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     def resign_all(self) -> None:
         """Re-sign every stored text under the active signer, then re-score its new
         candidates together with the pairs it already had (scores move with the weights;
-        a pair that no longer reaches the weak tier is removed)."""
+        a pair that no longer reaches `pair_floor` is removed)."""
         self._index = self.new_index()
         self._index_version = self.signer.version
         self._seq = 0  # (the first batch adds what others signed under this version)

@@ -1,21 +1,58 @@
-"""The pairs table: scored and exact pairs, written and read.
+"""The pairs table: scored and exact pairs, written and read, and their tiers.
 
 A scored pair is (re)written whenever its items or the models change; an exact pair
-(`EXACT_VERSION`, written by ingest from content keys) is never re-scored.
+(`EXACT_VERSION`, written by ingest from content keys, score 1) is never re-scored.
+A pair's tier is not stored: `tier_of` derives it from the stored score and the tiers in
+force each time pairs are read, so pairs always follow the tiers configured now (or
+fitted), and pairs stored below the weak tier (down to `pair_floor`) come back as soon
+as the weak tier is lowered to them.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, Sequence
 
 import numpy as np
-from sqlalchemy import Result, delete, insert, or_, select, tuple_
+from sqlalchemy import ColumnElement, Result, and_, case, delete, false, insert, null, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from .db import select_in
 from .schema import Pair, utcnow
 
 EXACT_VERSION = "exact"
+
+# The tiers in force, strongest first, each with the lowest score it takes
+# (`Settings.tier_thresholds`).
+Thresholds = Sequence[tuple[str, float]]
+
+
+def tier_of(thresholds: Thresholds) -> ColumnElement[Any]:
+    """A stored pair's tier as SQL: the first tier whose threshold its score reaches, NULL
+    below the weak one (`Settings.tier` is the same rule on one score)."""
+    return case(*((Pair.score >= lowest, name) for name, lowest in thresholds), else_=null())
+
+
+def in_tiers(thresholds: Thresholds, tiers: Sequence[str]) -> ColumnElement[bool]:
+    """Pairs in these tiers. The bound on the score alone lets the index on it narrow the
+    scan; the tier test keeps out the tiers between the ones asked for."""
+    lowest = min((t for name, t in thresholds if name in tiers), default=None)
+    if lowest is None:
+        return false()
+    return and_(Pair.score >= lowest, tier_of(thresholds).in_(list(tiers)))
+
+
+def tiered(thresholds: Thresholds) -> ColumnElement[bool]:
+    """Pairs that have a tier: the ones stored between `pair_floor` and the weak tier do
+    not, and are shown nowhere as pairs."""
+    return Pair.score >= min(lowest for _, lowest in thresholds)
+
+
+def pair_columns(thresholds: Thresholds) -> tuple[Any, ...]:
+    """A pair as results and the review screen read it: its stored columns with the tier
+    in force as `tier`."""
+    return (Pair.a_pk, Pair.b_pk, Pair.score, tier_of(thresholds).label("tier"), Pair.kind,
+            Pair.signals, Pair.details)
 
 
 def stored_pairs(session: Session, pairs: np.ndarray) -> tuple[set[tuple[int, int]], list[tuple[int, int]]]:
@@ -51,11 +88,12 @@ def insert_pairs(session: Session, records: list[dict], version: str, now: datet
 
 
 def insert_exact_pairs(session: Session, pairs: dict[tuple[int, int], dict[str, float]]) -> None:
-    """Same-content pairs (score 1, strong, kind same-item) with their signals."""
+    """Same-content pairs (score 1, so strong under any tiers; kind same-item) with their
+    signals."""
     if pairs:
         now = utcnow()
         session.execute(insert(Pair), [
-            {"a_pk": a, "b_pk": b, "score": 1.0, "tier": "strong", "kind": "same-item",
+            {"a_pk": a, "b_pk": b, "score": 1.0, "kind": "same-item",
              "signals": signals, "model_version": EXACT_VERSION, "updated_at": now}
             for (a, b), signals in sorted(pairs.items())
         ])
@@ -82,11 +120,16 @@ def stale_pairs(session: Session, version: str, after: tuple[int, int], limit: i
         .order_by(Pair.a_pk, Pair.b_pk).limit(limit)).all(), np.int64).reshape(-1, 2)
 
 
-def pair_tiers(session: Session) -> dict[tuple[int, int], str]:
-    return {(a, b): t for a, b, t in session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier))}
+def pair_tiers(session: Session, thresholds: Thresholds) -> dict[tuple[int, int], str]:
+    """The tier in force of every pair that has one."""
+    tier = tier_of(thresholds)
+    return {(a, b): t for a, b, t in session.execute(
+        select(Pair.a_pk, Pair.b_pk, tier).where(tiered(thresholds)))}
 
 
-def stream_tier_scores(session: Session) -> Result:
-    """(tier, score) of every pair, streamed: iterate `.partitions()` for batches of 50,000
-    rows rather than holding every pair's row at once."""
-    return session.execute(select(Pair.tier, Pair.score).execution_options(yield_per=50_000))
+def stream_tier_scores(session: Session, thresholds: Thresholds) -> Result:
+    """(tier, score) of every pair that has a tier, streamed: iterate `.partitions()` for
+    batches of 50,000 rows rather than holding every pair's row at once."""
+    return session.execute(select(tier_of(thresholds), Pair.score)
+                           .where(tiered(thresholds))
+                           .execution_options(yield_per=50_000))

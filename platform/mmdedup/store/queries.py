@@ -8,6 +8,7 @@ from typing import Any, Iterable, Sequence
 from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
+from .pairs import Thresholds, in_tiers, pair_columns, tier_of, tiered
 from .schema import Asset, Failure, IngestRun, Item, Label, Pair, Signature
 
 
@@ -54,20 +55,33 @@ def assets_of(session: Session, pks: Sequence[int]) -> list[Asset]:
                                 .order_by(Asset.item_pk, Asset.role, Asset.position)))
 
 
-def pairs_by_key(session: Session, keys: Sequence[tuple[int, int]]) -> list[Pair]:
-    """The stored pairs among these (a_pk, b_pk) keys (ones rescored away are missing)."""
-    return list(session.scalars(select(Pair).where(tuple_(Pair.a_pk, Pair.b_pk).in_(keys))))
+def pairs_by_key(session: Session, keys: Sequence[tuple[int, int]], thresholds: Thresholds) -> list[Any]:
+    """The stored pairs among these (a_pk, b_pk) keys (ones rescored away are missing), as
+    rows of `pair_columns`."""
+    return list(session.execute(select(*pair_columns(thresholds))
+                                .where(tuple_(Pair.a_pk, Pair.b_pk).in_(keys))))
 
 
-def pairs_in_tiers(session: Session, tiers: Sequence[str]) -> list[Pair]:
-    """Stored pairs of these tiers, best first."""
-    return list(session.scalars(select(Pair).where(Pair.tier.in_(tiers))
+def pairs_in_tiers(session: Session, tiers: Sequence[str], thresholds: Thresholds) -> list[Any]:
+    """Stored pairs of these tiers under the tiers in force, best first, as rows of
+    `pair_columns`."""
+    return list(session.execute(select(*pair_columns(thresholds)).where(in_tiers(thresholds, tiers))
                                 .order_by(Pair.score.desc(), Pair.a_pk, Pair.b_pk)))
 
 
-def pair_edges(session: Session) -> list[tuple[int, int, str | None, dict | None]]:
-    """(a, b, tier, signals) of every pair: what clusters are made from."""
-    return [tuple(r) for r in session.execute(select(Pair.a_pk, Pair.b_pk, Pair.tier, Pair.signals))]
+def pair_edges(session: Session, thresholds: Thresholds) -> list[tuple[int, int, str | None, dict | None]]:
+    """(a, b, tier, signals) of every pair that has a tier: what clusters are made from."""
+    return [tuple(r) for r in session.execute(select(Pair.a_pk, Pair.b_pk, tier_of(thresholds),
+                                                     Pair.signals).where(tiered(thresholds)))]
+
+
+def tier_counts(session: Session, thresholds: Thresholds) -> dict[str, int]:
+    """Pairs per tier under the tiers in force, strongest first (tiers with none left out).
+    Grouped over a subquery: PostgreSQL would not match a CASE repeated in GROUP BY with its
+    own bound thresholds to the one in the select list."""
+    tiers = select(tier_of(thresholds).label("tier")).where(tiered(thresholds)).subquery()
+    found = dict(session.execute(select(tiers.c.tier, func.count()).group_by(tiers.c.tier)).all())
+    return {name: found[name] for name, _ in thresholds if name in found}
 
 
 def failures(session: Session, include_resolved: bool) -> list[Failure]:
@@ -81,8 +95,9 @@ def count_items(session: Session) -> int:
     return session.scalar(select(func.count()).select_from(Item)) or 0
 
 
-def counts(session: Session) -> dict[str, Any]:
-    """Items, and counts by kind of assets, signatures, pairs, labels, open failures, runs."""
+def counts(session: Session, thresholds: Thresholds) -> dict[str, Any]:
+    """Items, and counts by kind of assets, signatures, labels, open failures, runs, and of
+    pairs by their tier under the tiers in force."""
     def by(column: Any, *where: Any) -> dict[str, int]:
         query = select(column, func.count()).group_by(column)
         for clause in where:
@@ -90,7 +105,8 @@ def counts(session: Session) -> dict[str, Any]:
         return {str(k): v for k, v in session.execute(query).all()}
 
     return {"items": count_items(session),
-            "assets": by(Asset.role), "signatures": by(Signature.kind), "pairs": by(Pair.tier),
+            "assets": by(Asset.role), "signatures": by(Signature.kind),
+            "pairs": tier_counts(session, thresholds),
             "labels": by(Label.decision),
             "open_failures": by(Failure.reason, Failure.resolved_at.is_(None)),
             "ingest_runs": by(IngestRun.status)}

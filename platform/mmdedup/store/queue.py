@@ -12,26 +12,29 @@ race (review/queue.py).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from sqlalchemy import and_, case, delete, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from .db import dialect_insert
+from .pairs import Thresholds, in_tiers, pair_columns, tier_of
 from .schema import Label, Pair, ReviewClaim
 
 PairKey = tuple[int, int]
 
 
-def queue_select(reviewer: str | None, tiers: Sequence[str], now: datetime,
-                 exclude: Iterable[PairKey] = (), only: PairKey | None = None):  # noqa: ANN201
+def queue_select(reviewer: str | None, tiers: Sequence[str], thresholds: Thresholds,
+                 now: datetime, exclude: Iterable[PairKey] = (),
+                 only: PairKey | None = None):  # noqa: ANN201
     """SELECT a_pk, b_pk of the queue as `reviewer` sees it at `now`, in review order:
-    undecided pairs of `tiers` (in that order; most uncertain first within one), less the
-    ones the reviewer called unsure, the ones another reviewer holds, and `exclude`.
-    With no reviewer, the queue as a whole: every undecided pair, claimed or not."""
+    undecided pairs of `tiers` under the tiers in force (`thresholds`; in the order of
+    `tiers`, most uncertain first within one), less the ones the reviewer called unsure,
+    the ones another reviewer holds, and `exclude`. With no reviewer, the queue as a
+    whole: every undecided pair, claimed or not."""
     same_pair = (Label.a_pk == Pair.a_pk, Label.b_pk == Pair.b_pk)
     decided = select(Label.pk).where(*same_pair, Label.decision != "unsure").exists()
-    query = select(Pair.a_pk, Pair.b_pk).where(Pair.tier.in_(list(tiers)), ~decided)
+    query = select(Pair.a_pk, Pair.b_pk).where(in_tiers(thresholds, tiers), ~decided)
     if reviewer is not None:
         unsure = select(Label.pk).where(*same_pair, Label.decision == "unsure",
                                         Label.reviewer == reviewer).exists()
@@ -44,37 +47,38 @@ def queue_select(reviewer: str | None, tiers: Sequence[str], now: datetime,
         query = query.where(tuple_(Pair.a_pk, Pair.b_pk).not_in(exclude))
     if only is not None:
         query = query.where(Pair.a_pk == only[0], Pair.b_pk == only[1])
-    rank = case({t: i for i, t in enumerate(tiers)}, value=Pair.tier, else_=len(tiers))
-    nearest_first = case((Pair.tier == "strong", Pair.score), else_=-Pair.score)
+    tier = tier_of(thresholds)
+    rank = case({t: i for i, t in enumerate(tiers)}, value=tier, else_=len(tiers))
+    nearest_first = case((tier == "strong", Pair.score), else_=-Pair.score)
     return query.order_by(rank, nearest_first, Pair.a_pk, Pair.b_pk)
 
 
-def queue_count(session: Session, reviewer: str | None, tiers: Sequence[str], now: datetime,
-                exclude: Iterable[PairKey] = ()) -> int:
+def queue_count(session: Session, reviewer: str | None, tiers: Sequence[str],
+                thresholds: Thresholds, now: datetime, exclude: Iterable[PairKey] = ()) -> int:
     """How many pairs the queue holds as `reviewer` sees it (None: the whole queue)."""
-    inner = queue_select(reviewer, tiers, now, exclude).order_by(None).subquery()
+    inner = queue_select(reviewer, tiers, thresholds, now, exclude).order_by(None).subquery()
     return session.scalar(select(func.count()).select_from(inner)) or 0
 
 
-def queue_keys(session: Session, reviewer: str, tiers: Sequence[str], now: datetime,
-               limit: int | None = None) -> list[PairKey]:
+def queue_keys(session: Session, reviewer: str, tiers: Sequence[str], thresholds: Thresholds,
+               now: datetime, limit: int | None = None) -> list[PairKey]:
     """The head of the queue as `reviewer` sees it (all of it with no limit), claiming nothing."""
-    query = queue_select(reviewer, tiers, now)
+    query = queue_select(reviewer, tiers, thresholds, now)
     return [tuple(r) for r in session.execute(query.limit(limit) if limit else query)]
 
 
-def queue_pairs(session: Session, reviewer: str | None, tiers: Sequence[str], now: datetime,
-                limit: int) -> list[Pair]:
-    """The whole pair rows of the first `limit` pairs of the queue, in review order."""
-    query = queue_select(reviewer, tiers, now)
-    return list(session.scalars(query.with_only_columns(Pair).limit(limit)))
+def queue_pairs(session: Session, reviewer: str | None, tiers: Sequence[str],
+                thresholds: Thresholds, now: datetime, limit: int) -> list[Any]:
+    """The first `limit` pairs of the queue in review order, as rows of `pair_columns`."""
+    query = queue_select(reviewer, tiers, thresholds, now)
+    return list(session.execute(query.with_only_columns(*pair_columns(thresholds)).limit(limit)))
 
 
-def pick(session: Session, reviewer: str, tiers: Sequence[str], now: datetime,
-         exclude: Iterable[PairKey], only: PairKey | None, n: int) -> list[PairKey]:
+def pick(session: Session, reviewer: str, tiers: Sequence[str], thresholds: Thresholds,
+         now: datetime, exclude: Iterable[PairKey], only: PairKey | None, n: int) -> list[PairKey]:
     """Up to `n` pairs at the head of `reviewer`'s queue (or just `only`), to claim in the
     same transaction."""
-    query = queue_select(reviewer, tiers, now, exclude, only).limit(n)
+    query = queue_select(reviewer, tiers, thresholds, now, exclude, only).limit(n)
     if session.get_bind().dialect.name == "postgresql":
         # Rows another session is picking right now are passed over, not waited on.
         query = query.with_for_update(of=Pair, skip_locked=True)

@@ -109,17 +109,18 @@ class Signature(Base):
 
 
 class Pair(Base):
-    """A scored candidate pair, always stored with a_pk < b_pk."""
+    """A scored candidate pair, always stored with a_pk < b_pk, from `pair_floor` up. Its
+    tier is derived from the score and the tiers in force when it is read (store/pairs.py),
+    never stored: a stored copy would go stale when the tiers change."""
 
     __tablename__ = "pairs"
-    __table_args__ = (Index("ix_pairs_tier_score", "tier", "score"),)
+    __table_args__ = (Index("ix_pairs_score", "score"),)
 
     a_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True)
     b_pk: Mapped[int] = mapped_column(
         ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True, index=True
     )
     score: Mapped[float] = mapped_column(Float)
-    tier: Mapped[str | None] = mapped_column(String(8))
     kind: Mapped[str] = mapped_column(String(32))  # same-item | text-reuse | image-reuse | ...
     signals: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # The raw measurements behind each signal (Jaccard estimates, Hamming distances): the "why".
