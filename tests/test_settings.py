@@ -60,7 +60,7 @@ def readme_rows() -> list[str]:
 
 def test_readme_lists_every_setting_with_its_range() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    listed = [line for line in readme.splitlines() if re.match(r"\| `(\[signals\.\w+\] )?\w+` \|", line)]
+    listed = [line for line in readme.splitlines() if re.match(r"\| `(\[signals\.\w+\] )?\w+` \| `", line)]
     expected = readme_rows()
     assert listed == expected, "the README's settings table, as config.py has it:\n" + "\n".join(expected)
 

@@ -18,7 +18,14 @@ from sqlalchemy.orm import Session, sessionmaker
 from .config import DEFAULT_HOME, Settings, load_settings, tiers_at_least
 from .extract.web import extract_page
 from .input.items import Item, probe_item
-from .input.sources import count_manifest_lines, folder_files, read_folder, read_items, read_manifest
+from .input.sources import (
+    count_manifest_lines,
+    folder_files,
+    folder_ids,
+    read_folder,
+    read_items,
+    read_manifest,
+)
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .pipeline.ingest import IngestReport, run_ingest
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
@@ -30,6 +37,7 @@ from .score.cluster import accepted_edges, components
 from .signals import registry
 from .signals.base import Signal
 from .signals.scorer import PairScorer, fusion_of
+from .store import items as stored_items
 from .store import queries
 from .store.db import open_store, resolve_url
 from .store.locks import LockBusy  # noqa: F401  (raised by retrain)
@@ -88,29 +96,47 @@ class Platform:
         progress: bool = False,
         workers: int = 1,
         source_name: str = "api",
+        id_prefix: str = "",
     ) -> IngestReport:
-        """Ingest a manifest (.jsonl), a folder (one item per file) or Python items.
+        """Ingest a manifest (.jsonl), a folder (one item per file), one file (an item, as
+        its folder would ingest it) or Python items.
 
         For Python items, relative paths are resolved against `root` (and may not leave it)
         or, without one, against the working directory. `workers`: processes in all; with
         more than one, workers - 1 extract (read files, decode media, tokenise) chunks
         ahead while this one writes.
         `source_name` names Python items' source in runs and failures (a rerun of the same
-        source resolves its earlier failures).
+        source resolves its earlier failures). `id_prefix` is put before every item id.
+        A folder's ids are the paths inside it: a folder whose ids name items ingested from
+        another source is refused (ValueError) rather than replacing them; an `id_prefix`
+        keeps both.
         """
         if isinstance(source, (str, Path)):
             path = Path(source)
-            if path.is_dir():
-                files = folder_files(path)
-                entries = read_folder(path, files, self.settings)
-                return self._run(entries, str(path.resolve()), path, len(files), progress, workers)
+            if path.is_dir() or (path.is_file() and path.suffix.lower() != ".jsonl"):
+                folder, files = (path, folder_files(path)) if path.is_dir() else (path.parent, [path])
+                name = str(folder.resolve())
+                self._refuse_taken(folder, folder_ids(folder, files, id_prefix), name)
+                entries = read_folder(folder, files, self.settings, id_prefix)
+                return self._run(entries, name, folder, len(files), progress, workers)
             if not path.is_file():
                 raise FileNotFoundError(f"no manifest or folder at {path}")
-            return self._run(read_manifest(path, self.settings), str(path.resolve()),
-                             path.parent, count_manifest_lines(path), progress, workers)
+            return self._run(read_manifest(path, self.settings, id_prefix), str(path.resolve()),
+                             path.parent, count_manifest_lines(path, self.settings), progress, workers)
         items = list(source)
-        return self._run(read_items(items), source_name, Path(root) if root else None,
+        return self._run(read_items(items, id_prefix), source_name, Path(root) if root else None,
                          len(items), progress, workers)
+
+    def _refuse_taken(self, folder: Path, ids: list[str], source: str) -> None:
+        with self.sessions() as session:
+            taken = stored_items.taken_ids(session, ids, source)
+        if taken:
+            item_id, other = taken[0]
+            raise ValueError(
+                f"{folder}: {len(taken)} of its item ids already name items ingested from another "
+                f"source (\"{item_id}\" from {other}); a folder's ids are the paths inside it, so "
+                f"this ingest would replace them. Give this folder an id prefix to keep both, "
+                f"e.g. --id-prefix \"{folder.resolve().name}/\"")
 
     def signal(self, name: str) -> Signal:
         """The signal of that name (signals/registry.py lists them)."""

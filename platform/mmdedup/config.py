@@ -316,6 +316,9 @@ class Settings:
     max_page_chars: int = setting(5_000_000, COUNT)
     max_page_depth: int = setting(200, COUNT)
     max_video_seconds: int = setting(3600, COUNT)
+    # An item's meta (or a manifest line) nested deeper fails `too_deep`: the JSON readers
+    # and writers of Python and the databases recurse per level.
+    max_meta_depth: int = setting(64, COUNT)
 
     # A line of a page's main text is boilerplate of its site (dropped from the text
     # signal) once it appears on at least this many of the site's pages and this share.
@@ -325,8 +328,12 @@ class Settings:
     # Ingest commits every `ingest_chunk` items, so a killed run loses at most one chunk.
     # Each commit rewrites the index pages its rows touched (the text and content hashes
     # land on random pages): 2,000 items a commit rather than 500 ingested 100,000 texts
-    # 16% faster. Loaded media of a chunk are held in memory: lower it for large files.
+    # 16% faster. A chunk's loaded items (decoded media, texts) are held in memory until it
+    # commits, several chunks at once with --workers, so a chunk also closes before its
+    # items' files and texts pass `ingest_chunk_bytes` (an item larger than that goes
+    # alone): two 200 MB pictures a chunk rather than 2,000.
     ingest_chunk: int = setting(2000, COUNT)
+    ingest_chunk_bytes: int = setting(512 * 1024 * 1024, COUNT)
     # An exact-duplicate group pairs each new member with at most this many earlier ones
     # (the earliest first); clusters stay whole through union-find, the pairs table bounded.
     max_exact_pairs_per_item: int = setting(50, COUNT)

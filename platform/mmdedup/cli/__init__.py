@@ -30,8 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
                              "(env MMDEDUP_DATABASE_URL, default SQLite in --home)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("ingest", help="ingest a manifest (.jsonl) or a folder")
-    p.add_argument("source", help="MANIFEST.jsonl or FOLDER")
+    p = sub.add_parser("ingest", help="ingest a manifest (.jsonl), a folder or one file")
+    p.add_argument("source", help="MANIFEST.jsonl, FOLDER (one item per file) or FILE (one item)")
+    p.add_argument("--id-prefix", default="", metavar="PREFIX",
+                   help="put PREFIX before every item id (a folder's ids are the paths inside "
+                        "it: a prefix keeps two folders with the same file names apart)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--workers", type=int, default=1,
                    help="processes in all: with N > 1, N - 1 extract chunks ahead while one "

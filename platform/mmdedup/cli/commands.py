@@ -14,7 +14,8 @@ from .output import fmt_signals, print_jsonl, print_pairs_csv, print_table
 
 def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
     show = not args.no_progress and sys.stderr.isatty()
-    report = platform.ingest(args.source, progress=show, workers=args.workers)
+    report = platform.ingest(args.source, progress=show, workers=args.workers,
+                             id_prefix=args.id_prefix)
     print(report.summary())
     if report.failed:
         print("see `mmdedup failures` for the reasons; a rerun retries them", file=sys.stderr)

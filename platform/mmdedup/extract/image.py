@@ -140,7 +140,7 @@ def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None) -
     except ImageError:
         raise
     except UnidentifiedImageError as exc:
-        raise ImageError("not_an_image", f"not a recognised image format ({exc})") from exc
+        raise ImageError("not_an_image", "not a recognised image format") from exc
     except Image.DecompressionBombError as exc:
         raise ImageError("too_large", str(exc)) from exc
     except MemoryError as exc:

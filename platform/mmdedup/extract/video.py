@@ -330,25 +330,31 @@ def _open(data_or_path: Any, max_bytes: int):
     if isinstance(data_or_path, (bytes, bytearray, memoryview)):
         size = len(data_or_path)
         source: Any = io.BytesIO(bytes(data_or_path))
-        name = "<bytes>"
+        where = ""  # the caller names the file
     elif isinstance(data_or_path, (str, os.PathLike)):
         name = os.fspath(data_or_path)
+        where = f"{name}: "
         try:
             size = os.stat(name).st_size
         except OSError as exc:
-            raise VideoError("unreadable_video", f"{name}: {exc.strerror or exc}") from exc
+            raise VideoError("unreadable_video", f"{where}{exc.strerror or exc}") from exc
         source = name
     else:
         raise TypeError(f"video must be bytes or a path, not {type(data_or_path).__name__}")
     if size == 0:
-        raise VideoError("empty_video", f"{name}: zero bytes")
+        raise VideoError("empty_video", f"{where}zero bytes")
     if size > max_bytes:
-        raise VideoError("video_too_large", f"{name}: {size} bytes > {max_bytes}")
+        raise VideoError("video_too_large", f"{where}{size} bytes > {max_bytes}")
     try:
         container = av.open(source, mode="r")
     except (av.FFmpegError, OSError, EOFError, ValueError, IndexError, RuntimeError) as exc:
-        raise VideoError("corrupt_video", f"{name}: cannot open: {exc}") from exc
+        raise VideoError("corrupt_video", f"{where}cannot open: {_why(exc)}") from exc
     return container, size
+
+
+def _why(exc: Exception) -> str:
+    """FFmpeg's message without its errno and the "'<none>'" file name of a stream."""
+    return getattr(exc, "strerror", None) or str(exc)
 
 
 def _video_stream(container: Any):
@@ -436,7 +442,7 @@ def video_frames(
             raise
         except (av.FFmpegError, OSError, EOFError, ValueError, RuntimeError) as exc:
             if decoded == 0:
-                raise VideoError("corrupt_video", f"no frame decodes: {exc}") from exc
+                raise VideoError("corrupt_video", f"no frame decodes: {_why(exc)}") from exc
             partial = True
             note = f"decoding failed at {last_t:.2f} s ({exc}); the frames before it are kept"
         if decoded == 0:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,10 @@ MEDIA_TYPES = {
     ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
 }
 MANIFEST_FIELDS = {"id", "title", "text", "html", "images", "video", "meta"}
+MAX_ID_CHARS = 512  # the id column's size
+# Python reads and writes no longer integer (sys.int_info.default_max_str_digits).
+MAX_INT_DIGITS = 4300
+_INT_LIMIT = 10**MAX_INT_DIGITS
 
 
 class InputError(Exception):
@@ -71,8 +77,6 @@ class Item:
             raw_id = str(raw_id)
         if not isinstance(raw_id, str) or not raw_id.strip():
             raise InputError("missing_id", "the item has no \"id\" (a non-empty string)")
-        if len(raw_id) > 512:
-            raise InputError("invalid_field", f"id is {len(raw_id)} characters, over 512")
         unknown = set(data) - MANIFEST_FIELDS
         if unknown:
             raise InputError("invalid_field", f"unknown field(s): {', '.join(sorted(unknown))}")
@@ -98,6 +102,69 @@ class Item:
         )
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_item(item: Item, max_meta_depth: int) -> None:
+    """Refuse values no store can hold alike: ids over the id column, lone surrogates
+    (no UTF-8 encoder writes them), NUL (PostgreSQL refuses it) in any string, and meta
+    that is not plain JSON: NaN and Infinity, integers Python will not print, non-string
+    keys, nesting past `max_meta_depth`. Checked before anything is written, so each is
+    a failure row on SQLite and PostgreSQL alike, never an aborted chunk."""
+    if not isinstance(item.id, str) or not item.id.strip():
+        raise InputError("missing_id", "the item has no id (a non-empty string)")
+    if len(item.id) > MAX_ID_CHARS:
+        raise InputError("invalid_field", f"id is {len(item.id)} characters, over {MAX_ID_CHARS}")
+    fields = [("id", item.id), ("title", item.title), ("text", item.text), ("html", item.html),
+              ("video", item.video)] + [(f"images[{i}]", p) for i, p in enumerate(item.images)]
+    for name, value in fields:
+        if isinstance(value, str):
+            _check_string(name, value)
+    _check_meta(item.meta, max_meta_depth)
+
+
+def _check_string(name: str, value: str) -> None:
+    if (nul := value.find("\x00")) >= 0:
+        raise InputError("nul_character", f"{name} holds a NUL character (U+0000) at "
+                         f"position {nul}")
+    if not value.isascii() and (bad := _SURROGATE.search(value)):
+        raise InputError("invalid_unicode", f"{name} holds a lone surrogate "
+                         f"U+{ord(bad.group()):04X} at position {bad.start()}")
+
+
+def _check_meta(meta: Any, max_depth: int) -> None:
+    """Every value of `meta` JSON, walked without recursion (a hostile depth must not
+    exhaust the stack before it is refused)."""
+    stack: list[tuple[Any, int, str]] = [(meta, 1, "meta")]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, (dict, list)):
+            if depth > max_depth:
+                raise InputError("too_deep", f"{where}: nested more than {max_depth} levels "
+                                 "(max_meta_depth)")
+            if isinstance(value, dict):
+                for key, inner in value.items():
+                    if not isinstance(key, str):
+                        raise InputError("invalid_field", f"{where}: a key is a "
+                                         f"{type(key).__name__}, not a string")
+                    _check_string(f"{where} key", key)
+                    stack.append((inner, depth + 1, f"{where}.{key}"[:200]))
+            else:
+                stack.extend((inner, depth + 1, f"{where}[{i}]"[:200]) for i, inner in enumerate(value))
+        elif isinstance(value, str):
+            _check_string(where, value)
+        elif isinstance(value, bool) or value is None:
+            continue
+        elif isinstance(value, int):
+            if abs(value) >= _INT_LIMIT:
+                raise InputError("bad_number", f"{where}: an integer of over {MAX_INT_DIGITS} digits")
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                raise InputError("bad_number", f"{where}: {value} is not a JSON number")
+        else:
+            raise InputError("invalid_field", f"{where}: a {type(value).__name__} is not a JSON value")
+
+
 @dataclass
 class Entry:
     """One record read from a source: an item to load, or a failure found while reading.
@@ -119,7 +186,7 @@ class LoadedAsset:
     sha256: str
     size: int
     media_type: str
-    data: bytes
+    data: bytes  # the file's bytes while the item loads; empty once it is loaded
 
 
 @dataclass
@@ -160,15 +227,22 @@ def text_for_signals(title: str | None, text: str | None, page_text: str | None)
 
 
 def resolve_path(rel: str, root: Path | None) -> Path:
-    """The file a manifest path names; refuses paths that leave the manifest's folder."""
-    if not rel or "\x00" in rel:
-        raise InputError("missing_file", f"invalid path {rel!r}")
-    if root is None:
-        return Path(rel).resolve()
-    base = root.resolve()
-    path = (base / rel).resolve()
+    """The file a manifest or folder path names, symbolic links followed; refuses paths
+    that leave the manifest's folder (or the folder ingested), through a link or not."""
+    if not rel:
+        raise InputError("missing_file", "an empty path")
+    _check_string("the path", rel)
+    try:
+        if root is None:
+            return Path(rel).resolve()
+        base = root.resolve()
+        path = (base / rel).resolve()
+    except RuntimeError as exc:  # Python 3.11's resolve() on a symbolic link loop
+        raise InputError("symlink_loop", f"{rel}: a loop of symbolic links") from exc
+    except OSError as exc:
+        raise InputError("unreadable_file", f"{rel}: {exc.strerror or exc}") from exc
     if not path.is_relative_to(base):
-        raise InputError("path_escape", f"{rel!r} points outside the manifest's folder {base}")
+        raise InputError("path_escape", f"{rel} leads outside the folder {base}")
     return path
 
 
@@ -193,18 +267,34 @@ def read_file(path: Path, rel: str, settings: Settings) -> bytes:
     return data
 
 
-def read_text_file(path: Path, settings: Settings) -> str:
-    data = read_file(path, path.name, settings)
+def read_text_file(path: Path, rel: str, settings: Settings) -> str:
+    data = read_file(path, rel, settings)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError("invalid_utf8", f"{path.name}: not valid UTF-8 at byte {exc.start}") from exc
+        raise InputError("invalid_utf8", f"{rel}: not valid UTF-8 at byte {exc.start}") from exc
+
+
+def input_bytes(item: Item, root: Path | None) -> int:
+    """About what loading the item holds in memory: its text and the size of each file
+    it names (0 for one that cannot be found: loading will say why)."""
+    size = len(item.text or "") + len(item.title or "")
+    for rel in [item.html, *item.images, item.video]:
+        if rel:
+            try:
+                size += resolve_path(rel, root).stat().st_size
+            except (InputError, OSError):
+                pass
+    return size
 
 
 def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels: bool = False) -> LoadedItem:
     """Read and check every file the item names, decode its media once, and compute its
     exact-duplicate keys. `keep_pixels`: keep the decoded pictures and the video's
-    keyframe images for the signals that read pixels."""
+    keyframe images for the signals that read pixels. The files' bytes are let go once
+    hashed and decoded: nothing after loading reads them, and a chunk of loaded items is
+    held until it commits."""
+    check_item(item, settings.max_meta_depth)
     if item.text is not None and len(item.text) > settings.max_text_chars:
         raise InputError("too_large", f"text is {len(item.text)} characters, over the limit "
                          f"of {settings.max_text_chars}")
@@ -231,6 +321,8 @@ def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels:
                                 max_chars=settings.max_page_chars, max_depth=settings.max_page_depth)
         except PageError as exc:
             raise InputError(exc.reason, f"{html.path}: {exc.detail}") from exc
+        except Exception as exc:  # noqa: BLE001 - a page the extractor chokes on fails alone
+            raise InputError("page_error", f"{html.path}: {type(exc).__name__}: {exc}") from exc
         if not page.text.strip() and not (item.text or "").strip() and len(assets) == 1:
             raise InputError("empty_content", f"{html.path}: the page has no main text")
     body_hash = text_hash(item.text) or text_hash(page.text if page else None) or text_hash(item.title)
@@ -241,6 +333,8 @@ def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels:
     # Everything the user gave, so a changed title or meta updates the stored item too.
     fingerprint = _sha256(_fingerprint_json(
         [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]]))
+    for asset in assets:
+        asset.data = b""
     return LoadedItem(item, assets, body_hash, content_key, fingerprint, page, images=images,
                       video=video, pictures=decoded)
 

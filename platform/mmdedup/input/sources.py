@@ -6,7 +6,10 @@ sentence for people), never an exception: the ingest records it and goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -14,92 +17,176 @@ from ..config import Settings
 from .items import (
     HTML_EXTENSIONS,
     IMAGE_EXTENSIONS,
+    MAX_INT_DIGITS,
     TEXT_EXTENSIONS,
     VIDEO_EXTENSIONS,
     Entry,
     InputError,
     Item,
     read_text_file,
+    resolve_path,
 )
 
 
-def read_manifest(path: Path, settings: Settings) -> Iterator[Entry]:
-    """Entries of a JSON Lines manifest; a bad line is a failure entry, never an exception."""
+def read_manifest(path: Path, settings: Settings, id_prefix: str = "") -> Iterator[Entry]:
+    """Entries of a JSON Lines manifest; a bad line is a failure entry, never an exception.
+    `id_prefix` is put before every id."""
     seen: set[str] = set()
-    with path.open("rb") as fh:
-        for line_no, raw in enumerate(fh, start=1):
-            key = f"line {line_no}"
-            if not raw.strip():
-                continue
-            if len(raw) > settings.max_manifest_line_bytes:
-                yield Entry(key, error=InputError(
-                    "too_large", f"manifest line is {len(raw)} bytes, over the limit of "
-                    f"{settings.max_manifest_line_bytes}"))
-                continue
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield Entry(key, error=InputError("invalid_utf8", f"line is not UTF-8 ({exc})"))
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield Entry(key, error=InputError("malformed_json", f"line {line_no}: {exc}"))
-                continue
-            try:
-                item = Item.from_dict(data)
-            except InputError as exc:
-                exc.detail = f"line {line_no}: {exc.detail}"
-                named = isinstance(data, dict) and isinstance(data.get("id"), str) and data["id"].strip()
-                yield Entry(data["id"] if named else key, error=exc)
-                continue
-            if item.id in seen:
-                yield Entry(item.id, error=InputError(
-                    "duplicate_id", f"line {line_no}: id {item.id!r} already appeared earlier "
-                    "in this manifest; the first one was kept"))
-                continue
-            seen.add(item.id)
-            yield Entry(item.id, item=item)
+    for line_no, raw, size in _manifest_lines(path, settings.max_manifest_line_bytes):
+        key = f"line {line_no}"
+        if raw is None:
+            yield Entry(key, error=InputError(
+                "too_large", f"manifest line is {size} bytes, over the limit of "
+                f"{settings.max_manifest_line_bytes}"))
+            continue
+        if not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield Entry(key, error=InputError(
+                "invalid_utf8", f"line {line_no}: not UTF-8 at byte {exc.start}"))
+            continue
+        try:
+            data = json.loads(line, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
+        except InputError as exc:
+            exc.detail = f"line {line_no}: {exc.detail}"
+            yield Entry(key, error=exc)
+            continue
+        except RecursionError:
+            yield Entry(key, error=InputError(
+                "too_deep", f"line {line_no}: the JSON nests too deeply to read"))
+            continue
+        except json.JSONDecodeError as exc:
+            yield Entry(key, error=InputError("malformed_json", f"line {line_no}: {exc}"))
+            continue
+        try:
+            item = Item.from_dict(data)
+        except InputError as exc:
+            exc.detail = f"line {line_no}: {exc.detail}"
+            named = isinstance(data, dict) and isinstance(data.get("id"), str) and data["id"].strip()
+            yield Entry(id_prefix + data["id"] if named else key, error=exc)
+            continue
+        item.id = id_prefix + item.id
+        if item.id in seen:
+            yield Entry(item.id, error=InputError(
+                "duplicate_id", f"line {line_no}: id \"{item.id}\" already appeared earlier "
+                "in this manifest; the first one was kept"))
+            continue
+        seen.add(item.id)
+        yield Entry(item.id, item=item)
 
 
-def count_manifest_lines(path: Path) -> int:
+def count_manifest_lines(path: Path, settings: Settings) -> int:
+    return sum(1 for _, raw, _ in _manifest_lines(path, settings.max_manifest_line_bytes)
+               if raw is None or raw.strip())
+
+
+_SKIP_BLOCK = 1 << 20
+
+
+def _manifest_lines(path: Path, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
+    """(line number, the line's bytes or None when it is over `limit` bytes, its size).
+    A line is read only up to the limit; the rest of a longer one is skipped a block at a
+    time, so a 1 GB line costs no more memory than the limit."""
     with path.open("rb") as fh:
-        return sum(1 for raw in fh if raw.strip())
+        line_no = 0
+        while raw := fh.readline(limit + 1):
+            line_no += 1
+            if len(raw) <= limit:
+                yield line_no, raw, len(raw)
+                continue
+            size = len(raw)
+            while not raw.endswith(b"\n") and (raw := fh.readline(_SKIP_BLOCK)):
+                size += len(raw)
+            yield line_no, None, size
+
+
+def _no_constant(name: str) -> None:
+    raise InputError("bad_number", f"{name} is not a JSON number")
+
+
+def _int(digits: str) -> int:
+    try:
+        return int(digits)
+    except ValueError:  # over Python's limit on the digits of an integer
+        raise InputError("bad_number", f"an integer of {len(digits)} digits, over "
+                         f"{MAX_INT_DIGITS}") from None
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise InputError("bad_number", f"{text[:40]} is out of range")
+    return value
 
 
 def folder_files(folder: Path) -> list[Path]:
-    """Every visible file below `folder`, in a stable order."""
+    """Every visible file below `folder`, in a stable order: symbolic links and other
+    entries that are not folders included, so each is ingested or fails with its reason
+    (a link leading outside the folder, a loop), never skipped in silence."""
     return sorted(
         p for p in folder.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+        if (p.is_symlink() or not p.is_dir())
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
     )
 
 
-def read_folder(folder: Path, files: list[Path], settings: Settings) -> Iterator[Entry]:
-    """One item per file, its kind chosen by extension; the id is the path in the folder."""
+def folder_ids(folder: Path, files: list[Path], id_prefix: str = "") -> list[str]:
+    """The ids `read_folder` gives these files: `id_prefix` and the path in the folder."""
+    return [id_prefix + rel for path in files if _utf8(rel := _rel(folder, path))]
+
+
+def read_folder(folder: Path, files: list[Path], settings: Settings,
+                id_prefix: str = "") -> Iterator[Entry]:
+    """One item per file, its kind chosen by extension; the id is `id_prefix` and the
+    path in the folder. Every path, a text file's too, must stay in the folder."""
     for path in files:
-        rel = path.relative_to(folder).as_posix()
+        rel = _rel(folder, path)
+        if not _utf8(rel):
+            shown = os.fsencode(rel).decode("utf-8", "backslashreplace")
+            yield Entry(id_prefix + shown, error=InputError(
+                "invalid_file_name", f"{shown}: the file name is not valid UTF-8; rename the file"))
+            continue
+        item_id = id_prefix + rel
         ext = path.suffix.lower()
-        if ext in TEXT_EXTENSIONS:
+        if path.is_dir():
+            yield Entry(item_id, error=InputError(
+                "unsupported_type", f"{rel}: a link to a folder, which a folder ingest does not follow"))
+        elif ext in TEXT_EXTENSIONS:
             try:
-                text = read_text_file(path, settings)
+                text = read_text_file(resolve_path(rel, folder), rel, settings)
             except InputError as exc:
-                yield Entry(rel, error=exc)
+                yield Entry(item_id, error=exc)
                 continue
-            yield Entry(rel, item=Item(id=rel, text=text))
+            yield Entry(item_id, item=Item(id=item_id, text=text))
         elif ext in HTML_EXTENSIONS:
-            yield Entry(rel, item=Item(id=rel, html=rel))
+            yield Entry(item_id, item=Item(id=item_id, html=rel))
         elif ext in IMAGE_EXTENSIONS:
-            yield Entry(rel, item=Item(id=rel, images=[rel]))
+            yield Entry(item_id, item=Item(id=item_id, images=[rel]))
         elif ext in VIDEO_EXTENSIONS:
-            yield Entry(rel, item=Item(id=rel, video=rel))
+            yield Entry(item_id, item=Item(id=item_id, video=rel))
         else:
-            yield Entry(rel, error=InputError(
-                "unsupported_type", f"{rel}: no item kind for extension {ext or '(none)'!r}"))
+            yield Entry(item_id, error=InputError(
+                "unsupported_type", f"{rel}: no item kind for the extension \"{ext or '(none)'}\""))
 
 
-def read_items(items: Iterable[Item | dict[str, Any]]) -> Iterator[Entry]:
-    """Entries from Python objects handed to the API."""
+def _rel(folder: Path, path: Path) -> str:
+    return path.relative_to(folder).as_posix()
+
+
+def _utf8(name: str) -> bool:
+    """Whether a file name read from the file system was valid UTF-8 (Python keeps the
+    bytes of one that was not as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def read_items(items: Iterable[Item | dict[str, Any]], id_prefix: str = "") -> Iterator[Entry]:
+    """Entries from Python objects handed to the API; `id_prefix` is put before every id."""
     seen: set[str] = set()
     for n, obj in enumerate(items, start=1):
         try:
@@ -107,9 +194,15 @@ def read_items(items: Iterable[Item | dict[str, Any]]) -> Iterator[Entry]:
         except InputError as exc:
             yield Entry(f"item {n}", error=exc)
             continue
+        if not isinstance(item.id, str):
+            yield Entry(f"item {n}", error=InputError(
+                "missing_id", f"the item's id is a {type(item.id).__name__}, not a string"))
+            continue
+        if id_prefix:
+            item = dataclasses.replace(item, id=id_prefix + item.id)
         if item.id in seen:
             yield Entry(item.id, error=InputError(
-                "duplicate_id", f"id {item.id!r} appears twice in this batch"))
+                "duplicate_id", f"id \"{item.id}\" appears twice in this batch"))
             continue
         seen.add(item.id)
         yield Entry(item.id, item=item)

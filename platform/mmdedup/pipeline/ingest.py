@@ -17,7 +17,6 @@ import sys
 from collections import Counter, deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
@@ -27,7 +26,7 @@ from tqdm import tqdm
 
 from ..config import Settings
 from ..extract.text_sketches import tokenize_texts
-from ..input.items import Entry, InputError, LoadedItem, load_item
+from ..input.items import Entry, InputError, LoadedItem, input_bytes, load_item
 from ..score.pairs import candidate_pairs
 from ..signals.base import Signal
 from ..store import items as stored_items
@@ -46,6 +45,7 @@ class IngestReport:
     failures: Counter[str] = field(default_factory=Counter)
     exact_pairs: int = 0
     near_pairs: int = 0
+    chunks: int = 0  # transactions committed
 
     def summary(self) -> str:
         text = (f"{self.source}: {self.new} new, {self.updated} updated, {self.unchanged} "
@@ -59,7 +59,7 @@ class IngestReport:
         return {"source": self.source, "new": self.new, "updated": self.updated,
                 "unchanged": self.unchanged, "failed": self.failed,
                 "failures": dict(self.failures), "exact_pairs": self.exact_pairs,
-                "near_pairs": self.near_pairs}
+                "near_pairs": self.near_pairs, "chunks": self.chunks}
 
 
 # Scores candidate pairs with every signal and writes them; returns how many were written.
@@ -103,6 +103,7 @@ def run_ingest(
                     follow()
                 _write_chunk(session, run_pk, chunk, extracted, settings, report, signals, scorer,
                              open_failures)
+            report.chunks += 1
             for signal in signals:
                 signal.after_chunk()
             bar.update(len(chunk))
@@ -115,9 +116,25 @@ def run_ingest(
     return report
 
 
-def _chunks(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
-    it = iter(entries)
-    while chunk := list(islice(it, size)):
+def _chunks(entries: Iterable[Entry], root: Path | None, settings: Settings) -> Iterator[list[Entry]]:
+    """Chunks of `ingest_chunk` entries at most, closed before their items' files and
+    texts pass `ingest_chunk_bytes` (a larger item goes alone): a chunk's loaded items
+    are held in memory until it commits. Each entry's key is set here to the key its
+    failure row would hold, so a rerun finds the open failure of every record."""
+    chunk: list[Entry] = []
+    size = 0
+    for entry in entries:
+        entry.key = stored_items.failure_key(entry.key)
+        grows = input_bytes(entry.item, root) if entry.item is not None else 0
+        if chunk and size + grows > settings.ingest_chunk_bytes:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(entry)
+        size += grows
+        if len(chunk) >= settings.ingest_chunk:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
         yield chunk
 
 
@@ -169,7 +186,7 @@ def _extracted_chunks(
     entries: Iterable[Entry], root: Path | None, settings: Settings, workers: int,
     pixels: Callable[[list[Entry]], bool],
 ) -> Iterator[tuple[list[Entry], Extracted]]:
-    chunks = _chunks(entries, settings.ingest_chunk)
+    chunks = _chunks(entries, root, settings)
     if workers <= 1:
         for chunk in chunks:
             yield chunk, extract_entries(chunk, root, settings, pixels(chunk))

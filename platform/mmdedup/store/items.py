@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from datetime import datetime
 from typing import Iterable
@@ -22,6 +23,12 @@ def fingerprints(session: Session, ids: list[str]) -> dict[str, tuple[int, str]]
     """{id: (pk, fingerprint)} of the stored items among `ids`."""
     return {id_: (pk, fp) for id_, pk, fp in select_in(
         session, "SELECT id, pk, fingerprint FROM items WHERE id IN ({values})", ids)}
+
+
+def taken_ids(session: Session, ids: list[str], source: str) -> list[tuple[str, str | None]]:
+    """(id, source) of the stored items among `ids` that came from another source."""
+    return sorted((id_, other) for id_, other in select_in(
+        session, "SELECT id, source FROM items WHERE id IN ({values})", ids) if other != source)
 
 
 def insert_items(session: Session, rows: list[tuple], constants: dict[str, object]) -> dict[str, int]:
@@ -68,8 +75,37 @@ def resolve_failures(session: Session, source: str, keys: list[str], now: dateti
 
 
 def insert_failures(session: Session, rows: list[dict]) -> None:
+    """Failure rows, their texts made storable (`storable`): a record fails for holding
+    what a database refuses, and its failure row must not fail for the same reason."""
     if rows:
-        session.execute(insert(Failure), rows)
+        session.execute(insert(Failure), [
+            {**row, "key": failure_key(row["key"]),
+             "item_id": None if row["item_id"] is None else storable(row["item_id"], _ITEM_ID_CHARS),
+             "detail": storable(row["detail"], None)}
+            for row in rows])
+
+
+_KEY_CHARS = Failure.__table__.c.key.type.length
+_ITEM_ID_CHARS = Failure.__table__.c.item_id.type.length
+
+
+def failure_key(key: str) -> str:
+    """A record's key as its failure row holds it (what a rerun matches it by)."""
+    return storable(key, _KEY_CHARS)
+
+
+def storable(text: str, limit: int | None) -> str:
+    """`text` as every database stores it alike, readable: NUL and lone surrogates
+    written as escapes (\\x00, \\ud800), and a text over `limit` characters cut, with
+    a digest of the whole, so two long keys sharing a beginning stay distinct."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if limit is not None and len(text) > limit:
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        text = f"{text[:limit - 20]}... {digest}"
+    return text
 
 
 # --- texts -----------------------------------------------------------------------------
