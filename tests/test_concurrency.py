@@ -16,10 +16,11 @@ from typing import Any, Callable, Iterator
 
 import pytest
 from sqlalchemy import create_engine, make_url, select, text
+from sqlalchemy.orm import sessionmaker
 
 from mmdedup import Platform
-from mmdedup.store.locks import LockBusy, job_lock
-from mmdedup.store.schema import ModelVersion, Signature
+from mmdedup.store.locks import LockBusy, job_lock, take_write_lock
+from mmdedup.store.schema import IngestRun, ModelVersion, Signature
 
 from conftest import PG_URL, write_manifest
 
@@ -126,11 +127,21 @@ def test_two_ingests_at_once_find_every_pair_a_sequential_run_finds(new_store, t
 
     home2, url2 = new_store("par")
     Platform.open(home2, url2).close()
-    procs = [mmdedup(home2, url2, "ingest", str(m), env=env) for m in (m2, m1)]
-    outputs = [finish(p) for p in procs]
+    # Both start while the store's write lock is held here, so both are under way before
+    # either writes a chunk.
+    engine = create_engine(url2)
+    with sessionmaker(engine).begin() as session:
+        take_write_lock(session)
+        procs = [mmdedup(home2, url2, "ingest", str(m), env=env) for m in (m2, m1)]
+        time.sleep(3)
+    for p in procs:
+        finish(p)
     assert pairs_by_ids(home2, url2) == expected
-    # they did take turns: one waited for the other's chunk at least once
-    assert any("waiting for another process writing to this store" in o for o in outputs)
+    # and they ran side by side, each chunk after the other's
+    with engine.connect() as conn:
+        runs = conn.execute(select(IngestRun.started_at, IngestRun.finished_at)).all()
+    engine.dispose()
+    assert len(runs) == 2 and max(r[0] for r in runs) < min(r[1] for r in runs)
     # and a rerun of either changes nothing
     finish(mmdedup(home2, url2, "ingest", str(m1), env=env))
     assert pairs_by_ids(home2, url2) == expected
