@@ -9,8 +9,10 @@ record still fails.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 from collections import Counter, deque
+from contextlib import ExitStack
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
@@ -20,6 +22,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from ..config import Settings
 from ..extract.text_sketches import tokenize_texts
@@ -87,6 +90,9 @@ def run_ingest(
         # here in memory, rather than by an UPDATE over every key of every chunk).
         open_failures = stored_items.open_failure_keys(session, source)
     bar = tqdm(total=total, unit="item", desc="ingest", disable=not progress, leave=False)
+    above_bar = ExitStack()  # a signal switched off says so above the bar, not into it
+    if progress:
+        above_bar.enter_context(_log_above_bar())
     try:
         pixels = _PixelsWanted(signals)
         for chunk, extracted in _extracted_chunks(entries, root, settings, workers, pixels):
@@ -97,6 +103,7 @@ def run_ingest(
                 signal.after_chunk()
             bar.update(len(chunk))
     finally:
+        above_bar.close()
         bar.close()
     for signal in signals:
         signal.finish()
@@ -136,6 +143,14 @@ def extract_entries(entries: list[Entry], root: Path | None, settings: Settings,
         for i, li in enumerate(plain):
             li.tokens = tokens.doc(i)
     return out
+
+
+def _log_above_bar():  # noqa: ANN202 - a context manager
+    """mmdedup's messages written with tqdm.write while the bar shows: to the console
+    handler the logger already has (its format kept), else in place of the bare stderr
+    line Python falls back to."""
+    named = logging.getLogger("mmdedup")
+    return logging_redirect_tqdm([named if named.handlers else logging.root])
 
 
 class _PixelsWanted:
