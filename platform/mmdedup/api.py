@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .config import DEFAULT_HOME, Settings, load_settings, tiers_at_least
 from .extract.web import extract_page
-from .input.items import Item, probe_item
+from .input.items import Item, probe_item, text_for_signals
 from .input.sources import count_manifest_lines, folder_files, read_folder, read_items, read_manifest
 from .learn.retrain import Job, LockBusy, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .pipeline.ingest import IngestReport, run_ingest
@@ -26,6 +26,7 @@ from .results import Cluster, Match, Pair, UnknownItem
 from .review import labels, queue
 from .review.labels import DECISIONS, ImportReport, default_reviewer  # noqa: F401  (DECISIONS re-exported)
 from .review.session import ReviewSession
+from .score.canonical import canonical, check_rule, member_facts
 from .score.cluster import accepted_edges, components
 from .signals import registry
 from .signals.base import Signal
@@ -199,14 +200,23 @@ class Platform:
             return [Pair.from_row(row, ids, listed) for row in queries.pairs_in_tiers(session, tiers)]
 
     def clusters(self) -> list[Cluster]:
-        """Duplicate groups; the canonical member is the earliest ingested."""
+        """Duplicate groups, each with its canonical member: the original by
+        `canonical_rule` (score/canonical.py), not merely the first ingested."""
+        rule = check_rule(self.settings.canonical_rule)
         with self.sessions() as session:
+            groups = self._groups(session)
             ids = queries.item_ids(session)
-            edges = accepted_edges(queries.pair_edges(session), labels.decisions_in_force(session),
-                                   self.settings.tier_weak,
-                                   [s.name for s in self._signals if s.medium])
-        # pks grow in ingest order, so the smallest pk is the earliest ingested item.
-        return [Cluster(ids[g[0]], [ids[pk] for pk in g]) for g in components(edges)]
+            pks = [pk for g in groups for pk in g]
+            facts = member_facts(((r.pk, r.meta, r.page_date, text_for_signals(r.title, r.text, r.page_text))
+                                  for r in queries.member_rows(session, pks)),
+                                 queries.media_sizes(session, pks), self.settings.canonical_time_keys)
+        return [Cluster(ids[canonical(g, facts, rule)], [ids[pk] for pk in g]) for g in groups]
+
+    def _groups(self, session: Session) -> list[list[int]]:
+        """The clusters' members (item pks, in ingest order)."""
+        edges = accepted_edges(queries.pair_edges(session), labels.decisions_in_force(session),
+                               self.settings.tier_weak, [s.name for s in self._signals if s.medium])
+        return components(edges)
 
     def label(self, a: str, b: str, duplicate: bool | None = None, reviewer: str | None = None,
               *, decision: str | None = None) -> None:
@@ -267,7 +277,7 @@ class Platform:
 
     def stats(self) -> dict[str, Any]:
         with self.sessions() as session:
-            return {**queries.counts(session), "clusters": len(self.clusters())}
+            return {**queries.counts(session), "clusters": len(self._groups(session))}
 
     def report(self, out: str | Path, *, max_pairs: int = DEFAULT_MAX_PAIRS,
                max_clusters: int = DEFAULT_MAX_CLUSTERS,

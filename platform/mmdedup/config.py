@@ -106,6 +106,14 @@ class Settings:
     fusion_min_labels: int = 20
     fusion_prior_strength: float = 4.0
 
+    # A cluster's canonical member (score/canonical.py): the criteria in order, each
+    # breaking the ties of the one before; a publication time is read from the first of
+    # these meta keys that holds one, else from the date the item's page declares.
+    canonical_rule: tuple[str, ...] = ("earliest_published", "longest_text", "largest_pictures",
+                                       "longest_video", "earliest_ingested")
+    canonical_time_keys: tuple[str, ...] = ("published", "published_at", "publish_time",
+                                            "pubdate", "date")
+
     # Each signal's settings by name, filled in by `load_settings` for every registered
     # signal; a signal missing here (Settings() in a test) runs on its defaults.
     signals: Mapping[str, SignalSettings] = field(default_factory=dict)

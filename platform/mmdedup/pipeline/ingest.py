@@ -283,7 +283,8 @@ def _item_values(li: LoadedItem, source: str) -> dict[str, object]:
 def _write_assets(session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
     rows = [
         {"item_pk": pk, "role": a.role, "position": a.position, "path": a.path,
-         "sha256": a.sha256, "size": a.size, "media_type": a.media_type}
+         "sha256": a.sha256, "size": a.size, "media_type": a.media_type,
+         "width": a.width, "height": a.height, "duration": a.duration}
         for pk, li in changed for a in li.assets
     ]
     stored_items.insert_assets(session, rows)
