@@ -21,7 +21,7 @@ from .input.items import Item, probe_item, text_for_signals
 from .input.sources import count_manifest_lines, folder_files, read_folder, read_items, read_manifest
 from .learn.retrain import Job, LockBusy, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .pipeline.ingest import IngestReport, run_ingest
-from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
+from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_pair_report, write_report
 from .results import Cluster, Match, Pair, UnknownItem
 from .review import labels, queue
 from .review.labels import DECISIONS, ImportReport, default_reviewer  # noqa: F401  (DECISIONS re-exported)
@@ -287,6 +287,14 @@ class Platform:
         resolves relative picture and video paths of items ingested from Python."""
         return write_report(Path(out), self.sessions, self.settings, [c.as_dict() for c in self.clusters()],
                             max_pairs=max_pairs, max_clusters=max_clusters, root=root)
+
+
+    def pair_report(self, a: str, b: str, out: str | Path, *,
+                    root: str | Path | None = None) -> Path:
+        """Write the stored pair (a, b) as the report shows it (scores, texts side by
+        side, thumbnails) to a page of its own at `out`; UnknownItem for an id the store
+        does not hold, KeyError where the two are not a stored pair."""
+        return write_pair_report(Path(out), self.sessions, self.settings, a, b, root=root)
 
 
 def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,
