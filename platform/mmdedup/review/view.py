@@ -53,7 +53,8 @@ def load_pairs(session: Session, keys: Sequence[PairKey]) -> dict[PairKey, PairV
 
 
 def _size(width: int | None, height: int | None, duration: float | None) -> str:
-    """" (640x480, 12.0 s)": what a reviewer compares first between two copies."""
+    """The " (640x480, 12.0 s)" after a file's name: what a reviewer compares first
+    between two copies."""
     parts = ([f"{width}x{height}"] if width and height else []) + (
         [f"{duration:.1f} s"] if duration else [])
     return f" ({', '.join(parts)})" if parts else ""
