@@ -54,9 +54,11 @@ def coloured_lines(raw: str) -> list[str]:
 
 
 def test_pictures_and_keyframes_in_the_terminal_and_the_report_key(
-        media_store: Path, home: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        media_store: Path, home: Path, db_url: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):  # no browser: the path is shown
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the session's folder is made
     term = Terminal(review_cmd(home, db_url))
     screen_ = term.wait_for("astronaut-crop.jpg", "astronaut.png", "[o] report", "[q] quit")
     assert "(440x440)" in screen_ and "(512x512)" in screen_  # sizes beside the file names
@@ -69,11 +71,12 @@ def test_pictures_and_keyframes_in_the_terminal_and_the_report_key(
 
     term.press("o")
     shown = term.wait_for("report of this pair:")
-    path = Path(re.search(r"report of this pair: (\S+\.html)", shown).group(1))
+    path = Path(re.search(r"report of this pair: (\S+\.html)", shown.replace("\n", "")).group(1))
     page = path.read_text(encoding="utf-8")
     assert "astronaut-crop.jpg" in page and "astronaut.png" in page and "image-reuse" in page
     assert page.count('<img src="data:image/jpeg') == 2
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700  # a folder of this session's own
+    assert path.parent.parent == tmp_path
 
     term.press("s")
     term.wait_for("launch-cut.mp4", "launch.mp4", "skipped astronaut-crop.jpg", "[q] quit")
@@ -97,11 +100,12 @@ def test_the_report_key_opens_a_browser_where_one_is_named(
     browser.write_text(f'#!/bin/sh\necho "$1" > {opened}\n')
     browser.chmod(0o755)
     monkeypatch.setenv("BROWSER", str(browser))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
     term = Terminal(review_cmd(home, db_url))
     term.wait_for("astronaut-crop.jpg", "[q] quit")
     term.press("o")
     shown = term.wait_for("opened in the browser")
-    path = Path(re.search(r"opened in the browser: (\S+\.html)", shown).group(1))
+    path = Path(re.search(r"opened in the browser: (\S+\.html)", shown.replace("\n", "")).group(1))
     assert opened.read_text().strip() == path.as_uri() and path.is_file()
     term.press("q")
     assert term.finish()[0] == 0
