@@ -132,6 +132,8 @@ def test_no_weights_configured_is_unavailable(tmp_path: Path, monkeypatch: pytes
 
 def test_unknown_tag_and_model_are_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline):
     write_registry(tmp_path, '[clip]\nmodel = "ViT-B-32"\npretrained = "no_such_tag"\n', monkeypatch)
+    (tmp_path / "cache").mkdir()  # some weights in the cache: open_clip is asked about the tag
+    (tmp_path / "cache" / "other.safetensors").write_bytes(b"stand-in")
     with pytest.raises(clip.EncoderUnavailable, match="laion2b_s34b_b79k"):  # lists known tags
         clip.ClipEncoder(device="cpu").load()
     write_registry(tmp_path, '[clip]\nmodel = "ViT-Z-99"\npretrained = "x"\n', monkeypatch)

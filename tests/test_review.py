@@ -4,6 +4,7 @@ pairs, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import codecs
 import fcntl
 import os
 import pty
@@ -122,6 +123,8 @@ class Terminal:
         os.close(slave)
         self.master = master
         self.raw = ""
+        # A character split across two reads must not turn into two U+FFFDs.
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
     def _pump(self, timeout: float) -> bool:
         if not select.select([self.master], [], [], timeout)[0]:
@@ -132,7 +135,7 @@ class Terminal:
             return False
         if not data:
             return False
-        self.raw += data.decode("utf-8", errors="replace")
+        self.raw += self._decoder.decode(data)
         return True
 
     def frame(self, raw: bool = False) -> str:

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .config import DEFAULT_HOME, Settings, load_settings, tiers_at_least
 from .extract.web import extract_page
-from .input.items import Item, probe_item
+from .input.items import Item, probe_item, text_for_signals
 from .input.sources import (
     count_manifest_lines,
     folder_files,
@@ -28,11 +28,12 @@ from .input.sources import (
 )
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .pipeline.ingest import IngestReport, run_ingest
-from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
+from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_pair_report, write_report
 from .results import Cluster, Match, Pair, UnknownItem
 from .review import labels, queue
 from .review.labels import DECISIONS, ImportReport, default_reviewer  # noqa: F401  (DECISIONS re-exported)
 from .review.session import ReviewSession
+from .score.canonical import canonical, member_facts
 from .score.cluster import accepted_edges, components
 from .signals import registry
 from .signals.base import Signal
@@ -236,15 +237,24 @@ class Platform:
                     queries.pairs_in_tiers(session, tiers, self.settings.tier_thresholds)]
 
     def clusters(self) -> list[Cluster]:
-        """Duplicate groups; the canonical member is the earliest ingested."""
+        """Duplicate groups, each with its canonical member: the original by
+        `canonical_rule` (score/canonical.py), not merely the first ingested."""
+        rule = self.settings.canonical_rule
         with self.sessions() as session:
+            groups = self._groups(session)
             ids = queries.item_ids(session)
-            edges = accepted_edges(queries.pair_edges(session, self.settings.tier_thresholds),
-                                   labels.decisions_in_force(session),
-                                   self.settings.tier_weak,
-                                   [s.name for s in self._signals if s.medium])
-        # pks grow in ingest order, so the smallest pk is the earliest ingested item.
-        return [Cluster(ids[g[0]], [ids[pk] for pk in g]) for g in components(edges)]
+            pks = [pk for g in groups for pk in g]
+            facts = member_facts(((r.pk, r.meta, r.page_date, text_for_signals(r.title, r.text, r.page_text))
+                                  for r in queries.member_rows(session, pks)),
+                                 queries.media_sizes(session, pks), self.settings.canonical_time_keys)
+        return [Cluster(ids[canonical(g, facts, rule)], [ids[pk] for pk in g]) for g in groups]
+
+    def _groups(self, session: Session) -> list[list[int]]:
+        """The clusters' members (item pks, in ingest order)."""
+        edges = accepted_edges(queries.pair_edges(session, self.settings.tier_thresholds),
+                               labels.decisions_in_force(session), self.settings.tier_weak,
+                               [s.name for s in self._signals if s.medium])
+        return components(edges)
 
     def label(self, a: str, b: str, duplicate: bool | None = None, reviewer: str | None = None,
               *, decision: str | None = None) -> None:
@@ -307,7 +317,7 @@ class Platform:
     def stats(self) -> dict[str, Any]:
         with self.sessions() as session:
             return {**queries.counts(session, self.settings.tier_thresholds),
-                    "clusters": len(self.clusters())}
+                    "clusters": len(self._groups(session))}
 
     def report(self, out: str | Path, *, max_pairs: int = DEFAULT_MAX_PAIRS,
                max_clusters: int = DEFAULT_MAX_CLUSTERS,
@@ -317,6 +327,14 @@ class Platform:
         resolves relative picture and video paths of items ingested from Python."""
         return write_report(Path(out), self.sessions, self.settings, [c.as_dict() for c in self.clusters()],
                             max_pairs=max_pairs, max_clusters=max_clusters, root=root)
+
+
+    def pair_report(self, a: str, b: str, out: str | Path, *,
+                    root: str | Path | None = None) -> Path:
+        """Write the stored pair (a, b) as the report shows it (scores, texts side by
+        side, thumbnails) to a page of its own at `out`; UnknownItem for an id the store
+        does not hold, KeyError where the two are not a stored pair."""
+        return write_pair_report(Path(out), self.sessions, self.settings, a, b, root=root)
 
 
 def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,

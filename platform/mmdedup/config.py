@@ -155,13 +155,16 @@ class Flag:
 
 
 @dataclass(frozen=True)
-class TierList:
-    """Some of the tiers, in the order given (repeats dropped); in the environment
-    comma-separated."""
+class Words:
+    """One or more words, in the order given (repeats dropped), each one of `options`
+    where the setting names its choices; in the environment comma-separated."""
+
+    options: tuple[str, ...] | None = None
 
     def coerce(self, value: Any) -> Any:
-        if not isinstance(value, (list, tuple)) or not value \
-                or any(not isinstance(t, str) or t not in TIERS for t in value):
+        if not isinstance(value, (list, tuple)) or not value or any(
+                not isinstance(w, str) or not w or (self.options is not None and w not in self.options)
+                for w in value):
             raise ValueError(value)
         return tuple(dict.fromkeys(value))
 
@@ -169,7 +172,9 @@ class TierList:
         return [t.strip() for t in text.split(",")]
 
     def describe(self) -> str:
-        return "a list of one or more of " + ", ".join(_show(t) for t in TIERS)
+        if self.options is None:
+            return "a list of one or more words"
+        return "a list of one or more of " + ", ".join(_show(t) for t in self.options)
 
 
 @dataclass(frozen=True)
@@ -291,6 +296,11 @@ class SignalSettings:
 
 S = TypeVar("S", bound=SignalSettings)
 
+TIERS = ("strong", "medium", "weak")
+# What `canonical_rule` may name, each implemented in score/canonical.py.
+CANONICAL_CRITERIA = ("earliest_published", "longest_text", "largest_pictures", "longest_video",
+                      "earliest_ingested")
+
 COUNT = Number(int, lo=1)
 SCORE = Number(float, 0, 1, lo_open=True)  # a score on the common scale, or a share
 POSITIVE = Number(float, lo=0, lo_open=True)
@@ -354,7 +364,7 @@ class Settings:
     # most uncertain first: medium and weak highest score first, strong lowest first); a
     # session holds the pair it shows, and a hold lapses after this many minutes (so the
     # pairs of a session that crashed come back to the queue).
-    review_tiers: tuple[str, ...] = setting(("medium",), TierList())
+    review_tiers: tuple[str, ...] = setting(("medium",), Words(TIERS))
     review_claim_minutes: float = setting(30.0, POSITIVE)
 
     # Fitting fusion weights and thresholds to the labels (learn/fusion_fit.py): nothing is
@@ -363,6 +373,13 @@ class Settings:
     # labels move the weights less).
     fusion_min_labels: int = setting(20, Number(int, lo=2))  # a spread needs two of each
     fusion_prior_strength: float = setting(4.0, POSITIVE)
+
+    # A cluster's canonical member (score/canonical.py): the criteria in order, each
+    # breaking the ties of the one before; a publication time is read from the first of
+    # these meta keys that holds one, else from the date the item's page declares.
+    canonical_rule: tuple[str, ...] = setting(CANONICAL_CRITERIA, Words(CANONICAL_CRITERIA))
+    canonical_time_keys: tuple[str, ...] = setting(
+        ("published", "published_at", "publish_time", "pubdate", "date"), Words())
 
     # Each signal's settings by name, filled in by `load_settings` for every registered
     # signal; a signal missing here (Settings() in a test) runs on its defaults.
@@ -407,7 +424,6 @@ class Settings:
         return next((name for name, lowest in self.tier_thresholds if score >= lowest), None)
 
 
-TIERS = ("strong", "medium", "weak")
 
 
 def tiers_at_least(min_tier: str) -> tuple[str, ...]:

@@ -81,7 +81,7 @@ class Pair(_Line):
 
 @dataclass(frozen=True, eq=False)
 class Cluster(_Line):
-    """A duplicate group; `canonical` is its earliest ingested member."""
+    """A duplicate group; `canonical` is its original by the canonical rule."""
 
     canonical: str
     members: list[str]

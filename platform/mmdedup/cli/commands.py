@@ -86,7 +86,8 @@ def cmd_review(platform: Platform, args: argparse.Namespace) -> int:
     tiers = [t.strip() for t in args.tiers.split(",") if t.strip()] if args.tiers else None
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit takes a positive number")
-    return run_review(platform.review_session(args.reviewer, tiers), limit=args.limit)
+    return run_review(platform.review_session(args.reviewer, tiers), limit=args.limit,
+                      pair_report=platform.pair_report)
 
 
 def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:

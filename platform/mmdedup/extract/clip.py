@@ -17,10 +17,13 @@ close. It is a heavy model, so it is optional in every sense:
   downloaded once, or was handed the folder, never touches the network again.
 - Loading is lazy (first encode) and never fakes: when weights cannot be had (offline and
   not cached, no checkpoint, a file that does not fit the model, open_clip not
-  installed) every call raises one `EncoderUnavailable` whose message says what to
-  configure; callers switch the signal off with that message and everything else goes
-  on. With $HF_HUB_OFFLINE set no download is tried at all: an offline machine that does
-  not say so waits out the hub client's retries (about 45 s) once per process.
+  installed) every call raises one `EncoderUnavailable` whose one-line message says why
+  and how to turn CLIP on; callers switch the signal off with that message and
+  everything else goes on. What can be told without torch (packages installed, the
+  registry, the checkpoint file, any weights in the cache when downloads are off) is
+  checked before torch and open_clip are imported: importing them takes seconds and over
+  a gigabyte. With $HF_HUB_OFFLINE set no download is tried at all: an offline machine
+  that does not say so waits out the hub client's retries (about 45 s) once per process.
 
 Vectors are float32, L2-normalised, so a dot product is the cosine.
 """
@@ -28,7 +31,9 @@ Vectors are float32, L2-normalised, so a dot product is the cosine.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,22 +88,65 @@ def file_sha256(path: Path) -> str:
 
 
 def _offline() -> bool:
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return True
     try:
         from huggingface_hub import constants
 
-        if constants.is_offline_mode():
-            return True
+        return bool(constants.is_offline_mode())
     except Exception:  # noqa: BLE001 - no hub client: only the env var can say
-        pass
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+        return False
 
 
 def _advice(spec: ClipSpec) -> str:
-    return (f"to turn it on, either set `checkpoint = \"/path/to/weights\"` in the [clip] "
-            f"section of {spec.registry} (an open_clip weights file for {spec.model}: "
-            f".safetensors, .bin or .pt), or let the `pretrained` tag download once on a "
-            f"machine with network access (HF_HUB_OFFLINE unset) and keep the cache folder "
-            f"{cache_dir()} (MMDEDUP_MODEL_CACHE chooses it)")
+    """How to turn CLIP on: the two settings that give it weights."""
+    return (f"to turn it on, set download = true under [signals.clip] in the store's "
+            f"config.toml (fetches the weights once), or checkpoint = FILE under [clip] "
+            f"in {spec.registry}")
+
+
+def _no_download(spec: ClipSpec, allow_download: bool) -> str:
+    """Why a tag's weights were not fetched, naming only what is actually set."""
+    missing = f"no {spec.model}/{spec.pretrained} weights in {cache_dir()}"
+    if not allow_download:
+        return f"{missing} and download = false; {_advice(spec)}"
+    return (f"{missing} and HF_HUB_OFFLINE is set; to turn it on, unset it for one run "
+            f"(fetches the weights once), or set checkpoint = FILE under [clip] in {spec.registry}")
+
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def _cache_has_weights(cache: Path) -> bool:
+    """Whether the model cache holds any weights file at all (a URL's file at its top, or
+    a hub snapshot): when it holds none, no tag can load from it, and that is known
+    without importing open_clip to ask which file the tag names."""
+    try:
+        candidates = [*cache.glob("*"), *cache.glob("models--*/snapshots/*/*")]
+    except OSError:
+        return False
+    return any(p.name.endswith(WEIGHT_SUFFIXES) for p in candidates)
+
+
+def _installed(name: str) -> bool:
+    """Whether `name` can be imported, without importing it."""
+    if name in sys.modules:
+        return sys.modules[name] is not None
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _checkpoint_missing(spec: ClipSpec) -> str:
+    return (f"checkpoint {spec.checkpoint} (under [clip] in {spec.registry}) does not exist; "
+            f"to turn it on, point it at an open_clip weights file for {spec.model}")
+
+
+def _brief(exc: BaseException, limit: int = 160) -> str:
+    """An exception in one short line (a failed state-dict load lists every key)."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ClipEncoder:
@@ -144,15 +192,13 @@ class ClipEncoder:
             spec = self.spec
             if spec.checkpoint is not None:
                 if not spec.checkpoint.is_file():
-                    raise self._fail(f"CLIP checkpoint {spec.checkpoint} (the [clip] checkpoint "
-                                     f"of {spec.registry}) does not exist; {_advice(spec)}")
+                    raise self._fail(_checkpoint_missing(spec))
                 weights = "sha256:" + file_sha256(spec.checkpoint)[:16]
             elif spec.pretrained:
                 weights = spec.pretrained
             else:
-                raise self._fail(f"no CLIP weights configured: the [clip] section of "
-                                 f"{spec.registry} names neither pretrained nor checkpoint; "
-                                 f"{_advice(spec)}")
+                raise self._fail(f"[clip] in {spec.registry} names neither pretrained nor "
+                                 f"checkpoint; set one of them")
             self._version = f"{CLIP_CODE_VERSION}|{spec.model}|{weights}"
         return self._version
 
@@ -163,7 +209,10 @@ class ClipEncoder:
         return self._failure
 
     def load(self) -> None:
-        """Load the model now (encode_* call this); EncoderUnavailable when it cannot be."""
+        """Load the model now (encode_* call this); EncoderUnavailable when it cannot be.
+        What can be told without torch is checked first (`precheck`), so a machine
+        without weights never pays for importing torch and open_clip (seconds, and over
+        a gigabyte) only to learn that."""
         if self._loaded is not None:
             return
         with self._lock:
@@ -172,23 +221,39 @@ class ClipEncoder:
             if self._failure is not None:
                 raise self._failure
             try:
+                self.precheck()
                 self._loaded = self._load()
             except EncoderUnavailable as exc:
                 self._failure = exc
                 raise
+
+    def precheck(self) -> None:
+        """EncoderUnavailable when the model surely cannot load, judged from what costs
+        nothing to look at: whether the packages are installed, the registry, whether the
+        checkpoint file exists, and, for a tag that may not be downloaded, whether the
+        model cache holds any weights file at all."""
+        missing = [name for name in ("torch", "open_clip") if not _installed(name)]
+        if missing:
+            raise self._fail(f"{' and '.join(missing)} not installed; to turn it on, "
+                             "install the ml extra: pip install 'mmdedup[ml]'")
+        try:
+            spec = self.spec
+        except EncoderUnavailable as exc:
+            raise self._fail(str(exc)) from exc
+        self.version  # noqa: B018 - refuses a missing checkpoint, or no weights named
+        if spec.checkpoint is None and not _cache_has_weights(cache_dir()) and (
+                not self.allow_download or _offline()):
+            raise self._fail(_no_download(spec, self.allow_download))
 
     def _load(self) -> tuple[Any, Any, Any]:
         try:
             import open_clip
             import torch  # noqa: F401
         except ImportError as exc:
-            raise self._fail(f"open_clip/torch are not installed ({exc}); install the ml extra: "
-                             "pip install 'mmdedup[ml]'") from exc
-        try:
-            spec = self.spec
-        except EncoderUnavailable as exc:
-            raise self._fail(str(exc)) from exc
-        version = self.version  # checks the checkpoint exists, or that weights are named
+            raise self._fail(f"open_clip/torch cannot be imported ({_brief(exc)}); to turn it "
+                             "on, install the ml extra: pip install 'mmdedup[ml]'") from exc
+        spec = self.spec
+        version = self.version
         if open_clip.get_model_config(spec.model) is None:
             raise self._fail(f"unknown open_clip model {spec.model!r} in {spec.registry}; "
                              "open_clip.list_models() lists the known ones")
@@ -198,7 +263,7 @@ class ClipEncoder:
         elif not tag_cfg:
             known = ", ".join(open_clip.list_pretrained_tags_by_model(spec.model)) or "none"
             raise self._fail(f"open_clip has no pretrained tag {spec.pretrained!r} for "
-                             f"{spec.model} (known: {known}); {_advice(spec)}")
+                             f"{spec.model} (known: {known}); fix it under [clip] in {spec.registry}")
         else:
             weights = self._tag_weights(open_clip, tag_cfg)
         pp = {k: tag_cfg[k] for k in ("mean", "std", "interpolation", "resize_mode") if k in tag_cfg}
@@ -213,8 +278,9 @@ class ClipEncoder:
             )
             tokenizer = open_clip.get_tokenizer(spec.model, cache_dir=str(cache_dir()))
         except Exception as exc:  # noqa: BLE001 - a bad file fails in many ways
-            raise self._fail(f"CLIP weights {weights} could not be loaded into {spec.model} "
-                             f"({type(exc).__name__}: {exc}); {_advice(spec)}") from exc
+            raise self._fail(f"weights {weights} could not be loaded into {spec.model} "
+                             f"({_brief(exc)}); point checkpoint under [clip] in "
+                             f"{spec.registry} at weights for {spec.model}") from exc
         model.eval()
         self.dim = int(_output_dim(model))
         self._version = version
@@ -226,19 +292,19 @@ class ClipEncoder:
         local = _cached_tag_weights(cfg, cache)
         if local:
             return local
-        if _offline() or not self.allow_download:
-            raise self._fail(f"the weights of {spec.model}/{spec.pretrained} are not in "
-                             f"{cache} and downloads are off (HF_HUB_OFFLINE, or download "
-                             f"= false under [signals.clip] in the store's config.toml); {_advice(spec)}")
+        if not self.allow_download or _offline():
+            raise self._fail(_no_download(spec, self.allow_download))
         try:
             cache.mkdir(parents=True, exist_ok=True)
             path = open_clip.download_pretrained(cfg, cache_dir=str(cache))
         except Exception as exc:  # noqa: BLE001 - network, disk, hub errors
-            raise self._fail(f"the weights of {spec.model}/{spec.pretrained} could not be "
-                             f"downloaded into {cache} ({type(exc).__name__}: {exc}); "
-                             f"{_advice(spec)}") from exc
+            raise self._fail(f"{spec.model}/{spec.pretrained} weights could not be downloaded "
+                             f"into {cache} ({_brief(exc)}); to turn it on, download on a "
+                             f"machine with network access and copy that folder, or set "
+                             f"checkpoint = FILE under [clip] in {spec.registry}") from exc
         if not path or not Path(path).is_file():
-            raise self._fail(f"no weights file for {spec.model}/{spec.pretrained}; {_advice(spec)}")
+            raise self._fail(f"no weights file for {spec.model}/{spec.pretrained}; "
+                             f"{_advice(spec)}")
         return str(path)
 
     # --- encoding ----------------------------------------------------------------------

@@ -15,6 +15,7 @@ cannot be loaded raises EncoderUnavailable once, and callers switch the signal o
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from functools import cached_property
 from typing import Any
@@ -55,6 +56,12 @@ class SentenceEncoder:
 
     @cached_property
     def model(self) -> Any:
+        # The registry's model is found first: a missing one is known without importing
+        # torch (seconds, and over a gigabyte).
+        path = self.path
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise EncoderUnavailable(
+                "sentence-transformers is not installed: install the ml extra")
         try:
             from sentence_transformers import SentenceTransformer
             import torch
@@ -64,9 +71,9 @@ class SentenceEncoder:
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         try:
-            return SentenceTransformer(self.path, device=device)
+            return SentenceTransformer(path, device=device)
         except Exception as exc:  # noqa: BLE001 - any load failure means the signal is off
-            raise EncoderUnavailable(f"sentence model {self.path!r} could not be loaded: {exc}") from exc
+            raise EncoderUnavailable(f"sentence model {path!r} could not be loaded: {exc}") from exc
 
     @property
     def dim(self) -> int:

@@ -7,6 +7,7 @@ and a sentence for people; the ingest records it and goes on with the rest of th
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import re
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from PIL import Image
 
 from ..config import Settings
 from ..extract.image import WORK_SIDE, ImageCodes, ImageError, codes_of, load_image
@@ -187,6 +189,10 @@ class LoadedAsset:
     size: int
     media_type: str
     data: bytes  # the file's bytes while the item loads; empty once it is loaded
+    # Set where the media are decoded: a picture's or video's canvas, a video's seconds.
+    width: int | None = None
+    height: int | None = None
+    duration: float | None = None
 
 
 @dataclass
@@ -384,6 +390,13 @@ def probe_item(text: str | None, image: bytes | None, video: bytes | None, setti
                       video=frames, pictures=decoded)
 
 
+def canvas_size(data: bytes) -> tuple[int, int]:
+    """A picture's width and height as its file declares them (the header only: the
+    decoded picture may be a reduced draft)."""
+    with Image.open(io.BytesIO(data)) as im:
+        return im.size
+
+
 class _Unreadable(Exception):
     """A picture or video that cannot be decoded, and which asset it was."""
 
@@ -407,6 +420,7 @@ def _decode_media(assets: list[LoadedAsset], settings: Settings, keep_pixels: bo
                 decoded.append(load_image(asset.data, settings.max_image_pixels, draft_side=WORK_SIDE))
             except ImageError as error:
                 raise _Unreadable(asset, error) from error
+            asset.width, asset.height = canvas_size(asset.data)
         images = codes_of(decoded, [None] * len(decoded))
     video = None
     clip = next((a for a in assets if a.role == "video"), None)
@@ -416,4 +430,5 @@ def _decode_media(assets: list[LoadedAsset], settings: Settings, keep_pixels: bo
                                  max_bytes=settings.max_file_bytes, keep_images=keep_pixels)
         except VideoError as error:
             raise _Unreadable(clip, error) from error
+        clip.width, clip.height, clip.duration = video.width, video.height, video.duration
     return images, decoded if keep_pixels else None, video

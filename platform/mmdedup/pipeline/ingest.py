@@ -12,9 +12,11 @@ record still fails.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import sys
 from collections import Counter, deque
+from contextlib import ExitStack
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from ..config import Settings
 from ..extract.text_sketches import tokenize_texts
@@ -94,6 +97,9 @@ def run_ingest(
         # here in memory, rather than by an UPDATE over every key of every chunk).
         open_failures = stored_items.open_failure_keys(session, source)
     bar = tqdm(total=total, unit="item", desc="ingest", disable=not progress, leave=False)
+    above_bar = ExitStack()  # a signal switched off says so above the bar, not into it
+    if progress:
+        above_bar.enter_context(_log_above_bar())
     try:
         pixels = _PixelsWanted(signals)
         for chunk, extracted in _extracted_chunks(entries, root, settings, workers, pixels):
@@ -108,6 +114,7 @@ def run_ingest(
                 signal.after_chunk()
             bar.update(len(chunk))
     finally:
+        above_bar.close()
         bar.close()
     for signal in signals:
         signal.finish()
@@ -163,6 +170,14 @@ def extract_entries(entries: list[Entry], root: Path | None, settings: Settings,
         for i, li in enumerate(plain):
             li.tokens = tokens.doc(i)
     return out
+
+
+def _log_above_bar():  # noqa: ANN202 - a context manager
+    """mmdedup's messages written with tqdm.write while the bar shows: to the console
+    handler the logger already has (its format kept), else in place of the bare stderr
+    line Python falls back to."""
+    named = logging.getLogger("mmdedup")
+    return logging_redirect_tqdm([named if named.handlers else logging.root])
 
 
 class _PixelsWanted:
@@ -295,7 +310,8 @@ def _item_values(li: LoadedItem, source: str) -> dict[str, object]:
 def _write_assets(session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
     rows = [
         {"item_pk": pk, "role": a.role, "position": a.position, "path": a.path,
-         "sha256": a.sha256, "size": a.size, "media_type": a.media_type}
+         "sha256": a.sha256, "size": a.size, "media_type": a.media_type,
+         "width": a.width, "height": a.height, "duration": a.duration}
         for pk, li in changed for a in li.assets
     ]
     stored_items.insert_assets(session, rows)

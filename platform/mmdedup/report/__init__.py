@@ -13,9 +13,10 @@ Item text is untrusted input: every string is escaped before it reaches the page
 
 Results are plain dicts; `write_report` returns the summary it rendered. gather.py reads
 what the page shows from the store, thumbs.py makes the thumbnails, html.py renders,
-write.py puts them together into the file.
+write.py puts them together into the file. `write_pair_report` renders one pair on a page
+of its own (the review screen's o key).
 """
 
-from .write import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_report
+from .write import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_pair_report, write_report
 
-__all__ = ["write_report", "DEFAULT_MAX_PAIRS", "DEFAULT_MAX_CLUSTERS"]
+__all__ = ["write_report", "write_pair_report", "DEFAULT_MAX_PAIRS", "DEFAULT_MAX_CLUSTERS"]

@@ -11,11 +11,12 @@ from typing import Any, Iterable
 import numpy as np
 from sqlalchemy.orm import Session
 
-from ..results import Pair
+from ..results import Pair, UnknownItem
 from ..config import TIERS, Settings
 from ..input.items import text_for_signals
 from ..store.pairs import stream_tier_scores
-from ..store.queries import assets_of, count_items, item_ids_of, item_rows_by_id
+from ..store.queries import (assets_of, count_items, item_ids_of, item_rows_by_id, pairs_by_key,
+                             pks_by_id)
 from ..store.queue import queue_count, queue_pairs
 from ..store.schema import utcnow
 
@@ -79,6 +80,20 @@ def review_queue(session: Session, settings: Settings, limit: int) -> tuple[int,
     return total, [Pair.from_row(p, ids).as_dict() for p in rows]
 
 
+def gather_pair(session: Session, settings: Settings, a: str, b: str) -> dict[str, Any]:
+    """One stored pair and its two items, as `gather` gives them, for a page of its own."""
+    pks = pks_by_id(session, [a, b])
+    missing = [i for i in (a, b) if i not in pks]
+    if missing:
+        raise UnknownItem(*missing)
+    key = (min(pks[a], pks[b]), max(pks[a], pks[b]))
+    rows = pairs_by_key(session, [key], settings.tier_thresholds)
+    if not rows:
+        raise KeyError(f"no pair {a!r} ~ {b!r} is stored")
+    pair = Pair.from_row(rows[0], {pks[a]: a, pks[b]: b}).as_dict()
+    return {"pair": pair, "items": load_items(session, [a, b])}
+
+
 def load_items(session: Session, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """The shown items with the text the text signal reads and their stored assets."""
     rows = item_rows_by_id(session, list(ids))
@@ -90,4 +105,4 @@ def load_items(session: Session, ids: Iterable[str]) -> dict[str, dict[str, Any]
     return {item["id"]: item for item in by_pk.values()}
 
 
-__all__ = ["gather", "load_items", "review_queue", "score_histogram"]
+__all__ = ["gather", "gather_pair", "load_items", "review_queue", "score_histogram"]

@@ -130,6 +130,20 @@ def render(data: dict[str, Any], settings: Settings, thumbs: Thumbnails) -> str:
 """
 
 
+def render_pair(pair: dict[str, Any], items: dict[str, dict[str, Any]], settings: Settings,
+                thumbs: Thumbnails) -> str:
+    """A page of one pair (what the review screen's o key opens), as the report shows it."""
+    title = f"{pair['a']} ~ {pair['b']}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">
+<title>mmdedup: {_e(title)}</title><style>{CSS}</style></head><body>
+<h1>{_e(title)}</h1>
+{pair_html(pair, items, thumbs, settings)}
+</body></html>
+"""
+
+
 def summary_html(s: dict[str, Any], settings: Settings) -> str:
     thresholds = {"strong": settings.tier_strong, "medium": settings.tier_medium,
                   "weak": settings.tier_weak}
@@ -277,4 +291,4 @@ def _fmt(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
-__all__ = ["render", "shared_spans", "marked_html", "TIER_COLOURS", "MARK_COLOUR"]
+__all__ = ["render", "render_pair", "shared_spans", "marked_html", "TIER_COLOURS", "MARK_COLOUR"]

@@ -8,8 +8,8 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
-from .gather import gather
-from .html import render
+from .gather import gather, gather_pair
+from .html import render, render_pair
 from .thumbs import Thumbnails
 
 DEFAULT_MAX_PAIRS = 200
@@ -28,12 +28,27 @@ def write_report(out: Path, sessions: sessionmaker[Session], settings: Settings,
     with sessions() as session:
         data = gather(session, settings, clusters, max_pairs, max_clusters)
     page = render(data, settings, Thumbnails(settings, Path(root) if root else None))
-    out = Path(out)
+    _write(Path(out), page)
+    return {"path": str(out), **data["summary"]}
+
+
+def write_pair_report(out: Path, sessions: sessionmaker[Session], settings: Settings, a: str,
+                      b: str, *, root: str | Path | None = None) -> Path:
+    """Render one stored pair (a, b), as the report shows it, to a page of its own at `out`."""
+    with sessions() as session:
+        data = gather_pair(session, settings, a, b)
+    page = render_pair(data["pair"], data["items"], settings,
+                       Thumbnails(settings, Path(root) if root else None))
+    _write(Path(out), page)
+    return Path(out)
+
+
+def _write(out: Path, page: str) -> None:
+    """Written whole, then renamed, so a reader never sees half a page."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")
     tmp.replace(out)
-    return {"path": str(out), **data["summary"]}
 
 
-__all__ = ["write_report", "DEFAULT_MAX_PAIRS", "DEFAULT_MAX_CLUSTERS"]
+__all__ = ["write_report", "write_pair_report", "DEFAULT_MAX_PAIRS", "DEFAULT_MAX_CLUSTERS"]

@@ -5,7 +5,8 @@ queue.py orders the queue and holds the claims that keep two reviewers off one p
 view.py is what a reviewer is shown of a pair; session.py is one reviewer's pass (skip,
 undo, resume); screen.py is that pass in the terminal (`mmdedup review`, imported on
 its own: it needs rich); display.py cuts texts into the tokens the report and the screen
-mark.
+mark; media.py reads an item's pictures and video keyframes back for the screen and the
+report, and pictures.py draws them in the terminal.
 
 The package exports the engine the API drives (not the screen).
 """

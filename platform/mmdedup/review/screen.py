@@ -1,11 +1,14 @@
 """`mmdedup review`: a reviewer's pass over the review queue in the terminal.
 
 Each screen shows one pair: the two items side by side (title, text, files), the words
-that differ highlighted, the per-signal scores and the fused score, tier and kind, and the
-keys: d duplicate, n distinct, u unsure, s skip, z undo, q quit. Keys are read one at a
-time when standard input is a terminal (cbreak mode, restored on exit); otherwise one line
-each (its first character), so a session can be scripted: `printf 'd\\nn\\nq\\n' | mmdedup
-review`. The queue logic (order, claims, undo, resume) is in queue.py and session.py.
+that differ highlighted, their pictures and a strip of each video's keyframes drawn in the
+terminal (pictures.py; on a terminal only), the per-signal scores and the fused score,
+tier and kind, and the keys: d duplicate, n distinct, u unsure, s skip, z undo, o the pair
+in the HTML report (opened in a browser where there is a display, else its path shown),
+q quit. Keys are read one at a time when standard input is a terminal (cbreak mode,
+restored on exit); otherwise one line each (its first character), so a session can be
+scripted: `printf 'd\\nn\\nq\\n' | mmdedup review`. The queue logic (order, claims, undo,
+resume) is in queue.py and session.py.
 
 Differing words: both texts are cut into the project tokenizer's tokens (jieba words for
 Chinese, folded case and width), aligned in order with difflib, and the tokens outside
@@ -21,9 +24,12 @@ import os
 import select
 import signal
 import sys
+import tempfile
+import webbrowser
 from contextlib import contextmanager
 from difflib import SequenceMatcher
-from typing import IO, Any, Iterator
+from pathlib import Path
+from typing import IO, Any, Callable, Iterator
 
 from rich import box
 from rich.cells import get_character_cell_size
@@ -33,11 +39,21 @@ from rich.text import Text
 
 from ..signals.registry import listed_names
 from .display import display_tokens
+from .media import AssetMedia, MediaView
+from .pictures import side_by_side
 from .session import ReviewSession
 from .view import PairView
 
 KEYS = {"d": "duplicate", "n": "distinct", "u": "unsure", "s": "skip", "z": "undo", "q": "quit"}
 KEY_LINE = "  ".join(f"[{k}] {v}" for k, v in KEYS.items())
+REPORT_KEY = "o"
+# With a report writer: the key that shows the pair in the HTML report, before quit.
+REPORT_KEY_LINE = KEY_LINE.replace("[q]", f"[{REPORT_KEY}] report  [q]")
+PICTURE_SIDE = 128  # pixels the pictures are decoded to (a terminal shows fewer)
+VIDEO_KEYFRAMES = 4  # in a video's strip
+MAX_PICTURES = 3  # of an item's pictures, side by side
+# Writes the HTML report of the pair (a, b) to a path: Platform.pair_report.
+PairReport = Callable[[str, str, Path], Any]
 HIGHLIGHT = "bold black on yellow"
 MOVED_RUN = 4  # a shared run of this many tokens is a moved passage, not a change
 MAX_DIFF_TOKENS = 5000  # past this many tokens a text is not diffed (nor shown)
@@ -48,12 +64,15 @@ _CONTROLS[0x09] = " "
 
 
 def run_review(session: ReviewSession, *, limit: int | None = None, stdin: IO[str] | None = None,
-               stdout: IO[str] | None = None) -> int:
+               stdout: IO[str] | None = None, pair_report: PairReport | None = None) -> int:
     """Run a review session until the queue is empty, `limit` decisions are made or the
-    reviewer quits; the pairs it still holds are released on the way out."""
+    reviewer quits; the pairs it still holds are released on the way out. With
+    `pair_report`, the o key writes the pair's HTML report and opens it."""
     console = Console(file=stdout or sys.stdout, highlight=False, emoji=False)
     keys = KeyReader(stdin or sys.stdin)
     interactive = console.is_terminal and keys.is_tty
+    media = AssetMedia(session.settings, None, PICTURE_SIDE, VIDEO_KEYFRAMES) if console.is_terminal else None
+    reports = _Reports(pair_report) if pair_report is not None else None
     message, ended = "", "quit"
     with _exit_on_signals(), session, keys:
         if interactive:
@@ -67,13 +86,13 @@ def run_review(session: ReviewSession, *, limit: int | None = None, stdin: IO[st
                 if view is None:
                     ended = "empty"
                     break
-                draw(console, view, session, message, interactive)
+                draw(console, view, session, message, interactive, media, reports is not None)
                 key = keys.read()
                 if not interactive:
                     console.print()
                 if key in ("q", "\x04", "\x1b"):  # q, Ctrl-D, Esc
                     break
-                message = act(session, key)
+                message = reports.show(view) if reports and key.lower() == REPORT_KEY else act(session, key)
         except KeyboardInterrupt:
             pass
         finally:
@@ -119,26 +138,41 @@ def summary(session: ReviewSession, ended: str, left: int) -> str:
 
 
 def draw(console: Console, view: PairView, session: ReviewSession, message: str,
-         interactive: bool) -> None:
+         interactive: bool, media: AssetMedia | None = None, report_key: bool = False) -> None:
     width, height = console.size
     if interactive:
         console.clear()
+    pictures = None
+    if media is not None:
+        pictures = tuple(media.of({"source": v["source"], "assets": v["media"]}, 8)
+                         for v in (view.a, view.b))
     console.print(screen(view, session.reviewer, session.remaining(), session.labelled,
-                         message, width, height))
+                         message, width, height, pictures,
+                         colour=console.color_system is not None and not console.no_color,
+                         keys=REPORT_KEY_LINE if report_key else KEY_LINE))
     if not interactive:
         console.print("key? ", end="")
         console.file.flush()
 
 
 def screen(view: PairView, reviewer: str, left: int, labelled: int, message: str,
-           width: int, height: int) -> Group:
-    """Everything one screen shows, fitted to width x height."""
+           width: int, height: int,
+           pictures: tuple[list[MediaView], list[MediaView]] | None = None, *,
+           colour: bool = True, keys: str = KEY_LINE) -> Group:
+    """Everything one screen shows, fitted to width x height. `pictures`: each item's
+    files read back (media.py), drawn as half-block thumbnails."""
     header = Text.assemble(("mmdedup review", "bold"), f"  reviewer {reviewer}  ·  "
                            f"{left} to go  ·  {labelled} labelled this session")
     assets = max(len(view.a["assets"]), len(view.b["assets"]))
     shown_assets = min(assets, 3)
-    lines = max(3, height - 17 - shown_assets)
     column = max(10, (width - 7) // 2)
+    drawn = pictures is not None and any(v.images or v.error for side in pictures for v in side)
+    has_text = bool(view.a["text"].strip() or view.b["text"].strip())
+    rows = height - 17 - shown_assets  # what the texts and pictures share
+    picture_rows = 0
+    if drawn:  # pictures alone take what there is; beside texts, about half
+        picture_rows = min(24, max(3, rows - 1)) if not has_text else min(16, max(3, (height - 20) // 2))
+    lines = max(3, rows - (picture_rows + 1 if drawn else 0))
     text_a, text_b = marked_texts(view.a["text"], view.b["text"], column, lines)
 
     sides = Table(box=box.ROUNDED, expand=True, show_lines=True, padding=(0, 1))
@@ -147,7 +181,10 @@ def screen(view: PairView, reviewer: str, left: int, labelled: int, message: str
     if view.a["title"] or view.b["title"]:
         sides.add_row(Text(_safe(view.a["title"]), style="bold"),
                       Text(_safe(view.b["title"]), style="bold"))
-    sides.add_row(text_a, text_b)
+    if has_text or not drawn:
+        sides.add_row(text_a, text_b)
+    if drawn:
+        sides.add_row(*(picture_cell(side, column - 2, picture_rows, colour) for side in pictures))
     if assets:
         sides.add_row(*(Text(_assets(v["assets"], shown_assets), style="dim")
                         for v in (view.a, view.b)))
@@ -166,9 +203,24 @@ def screen(view: PairView, reviewer: str, left: int, labelled: int, message: str
     parts: list[Any] = [header, sides, scores]
     if why:
         parts.append(Text(why, style="dim", overflow="ellipsis", no_wrap=True))
-    parts.append(Text(KEY_LINE, style="bold"))
+    parts.append(Text(keys, style="bold"))
     parts.append(Text(message or " ", style="italic"))
     return Group(*parts)
+
+
+def picture_cell(views: list[MediaView], cols: int, rows: int, colour: bool) -> Text:
+    """An item's pictures side by side, then its video's keyframes as a strip (the rows
+    shared between the two), then what could not be shown and why."""
+    pictures = [im for v in views if v.role == "image" for im in v.images][:MAX_PICTURES]
+    keyframes = [im for v in views if v.role == "video" for im in v.images]
+    strips = [s for s in (pictures, keyframes) if s]
+    out: list[Text] = []
+    for strip in strips:
+        out += side_by_side(strip, cols, max(2, rows // len(strips)), colour)
+    for v in views:
+        if v.error or v.note:
+            out.append(Text(_safe(f"{v.label}: {v.error or v.note}"), style="dim"))
+    return Text("\n").join(out) if out else Text("-", style="dim")
 
 
 def marked_texts(a: str, b: str, width: int, lines: int) -> tuple[Text, Text]:
@@ -298,6 +350,45 @@ def _score(value: Any) -> str:
 
 def _num(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+# --- the pair in the HTML report -------------------------------------------------------
+
+
+class _Reports:
+    """The o key: the pair's HTML report written to a folder of this session's own (made
+    on first use) and opened in a browser where there is a display to show it; else, and
+    over SSH, where a text browser would take over this terminal, the path is shown."""
+
+    def __init__(self, write: PairReport) -> None:
+        self.write = write
+        self.folder: Path | None = None
+
+    def show(self, view: PairView) -> str:
+        if self.folder is None:
+            self.folder = Path(tempfile.mkdtemp(prefix="mmdedup-review-"))
+        path = self.folder / f"pair-{view.key[0]}-{view.key[1]}.html"
+        try:
+            self.write(view.a["id"], view.b["id"], path)
+        except (OSError, ValueError, KeyError) as exc:
+            return _safe(f"the report could not be written: {exc}")
+        where = _safe(str(path))
+        if _display() and _open(path):
+            return f"report of this pair opened in the browser: {where}"
+        return f"report of this pair: {where} (open it in a browser)"
+
+
+def _display() -> bool:
+    """Whether a graphical browser could show a page (BROWSER names one explicitly)."""
+    return bool(os.environ.get("BROWSER") or os.environ.get("DISPLAY")
+                or os.environ.get("WAYLAND_DISPLAY") or sys.platform in ("darwin", "win32"))
+
+
+def _open(path: Path) -> bool:
+    try:
+        return bool(webbrowser.open(path.as_uri()))
+    except webbrowser.Error:
+        return False
 
 
 # --- keys ------------------------------------------------------------------------------

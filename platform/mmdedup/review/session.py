@@ -44,6 +44,7 @@ class ReviewSession:
     def __init__(self, sessions: sessionmaker[Session], settings: Settings, reviewer: str,
                  tiers: Sequence[str] | None = None) -> None:
         self.sessions = sessions
+        self.settings = settings  # the screen reads files back within its limits
         self.reviewer = reviewer
         self.tiers = check_tiers(tiers or settings.review_tiers)
         self.thresholds = settings.tier_thresholds

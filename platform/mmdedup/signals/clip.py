@@ -30,6 +30,7 @@ from .image import MAX_IMAGES
 
 log = logging.getLogger("mmdedup")
 TEXT_SIGNAL = "clip_text"
+_TOLD: set[str] = set()  # why CLIP is off, said once per process however many stores open
 
 
 @dataclass(frozen=True)
@@ -85,13 +86,16 @@ class ClipSignal(Signal[np.ndarray, ClipSettings]):
                 encoder.load()
             except EncoderUnavailable as exc:
                 self.off_reason = str(exc)
-                log.warning("%s", exc)
+                if self.off_reason not in _TOLD:
+                    _TOLD.add(self.off_reason)
+                    log.warning("%s", exc)
                 return None
             self._encoder = encoder
         return self._encoder
 
     def wants_pixels(self) -> bool:
-        """Asked before an ingest: loads the model where its weights are here."""
+        """Asked at an ingest's first chunk with pictures: loads the model where its
+        weights are here; where they surely are not, says so without importing torch."""
         return self.encoder is not None
 
     def version(self) -> str | None:

@@ -3,7 +3,7 @@ and the items, assets and pairs the review screen and the report show."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
@@ -23,6 +23,32 @@ def items_by_pk(session: Session, pks: list[int]) -> dict[int, Any]:
         rows.update({r.pk: r for r in session.execute(select(
             Item.pk, Item.id, Item.meta, Item.created_at).where(Item.pk.in_(pks[start:start + 5000])))})
     return rows
+
+
+def member_rows(session: Session, pks: Sequence[int]) -> Iterator[Any]:
+    """pk, meta, page date, title, text and page text of these items, read 5,000 at a
+    time (what a cluster's canonical member is chosen by), so texts are never all held."""
+    for start in range(0, len(pks), 5000):
+        yield from session.execute(select(
+            Item.pk, Item.meta, Item.page_date, Item.title, Item.text, Item.page_text)
+            .where(Item.pk.in_(pks[start:start + 5000])))
+
+
+def media_sizes(session: Session, pks: Sequence[int]) -> dict[int, tuple[int, float]]:
+    """{pk: (picture pixels in all, video seconds)} of these items; a size not recorded
+    counts as 0."""
+    out: dict[int, tuple[int, float]] = {}
+    for start in range(0, len(pks), 5000):
+        for pk, role, width, height, duration in session.execute(select(
+                Asset.item_pk, Asset.role, Asset.width, Asset.height, Asset.duration)
+                .where(Asset.item_pk.in_(pks[start:start + 5000]), Asset.role.in_(("image", "video")))):
+            pixels, seconds = out.get(pk, (0, 0.0))
+            if role == "image":
+                pixels += (width or 0) * (height or 0)
+            else:
+                seconds += duration or 0.0
+            out[pk] = (pixels, seconds)
+    return out
 
 
 def pks_by_id(session: Session, ids: Sequence[str]) -> dict[str, int]:

@@ -87,6 +87,12 @@ class Asset(Base):
     sha256: Mapped[str] = mapped_column(String(64), index=True)
     size: Mapped[int] = mapped_column(BigInteger)
     media_type: Mapped[str] = mapped_column(String(64))
+    # A picture's or video's canvas in pixels, and a video's seconds decoded: which copy is
+    # the fuller one (the canonical member of a cluster). None for pages, and for assets
+    # stored before these were recorded.
+    width: Mapped[int | None] = mapped_column(Integer)
+    height: Mapped[int | None] = mapped_column(Integer)
+    duration: Mapped[float | None] = mapped_column(Float)
 
 
 class Signature(Base):
