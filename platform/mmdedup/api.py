@@ -32,6 +32,7 @@ from .signals.base import Signal
 from .signals.scorer import PairScorer, fusion_of
 from .store import queries
 from .store.db import open_store, resolve_url
+from .store.errors import NoStore, StoreError, explain, shown_url
 
 
 class Platform:
@@ -55,16 +56,38 @@ class Platform:
         return self._scorer(session, pairs)
 
     @classmethod
-    def open(cls, home: str | Path | None = None, db_url: str | None = None) -> Platform:
+    def open(cls, home: str | Path | None = None, db_url: str | None = None, *,
+             read_only: bool = False) -> Platform:
         """Open (creating and migrating as needed) the store under `home`.
 
         `home` defaults to $MMDEDUP_HOME or ./.mmdedup; `db_url` to $MMDEDUP_DATABASE_URL or
-        SQLite inside home. Index files always live in home.
+        SQLite inside home. Index files always live in home. `read_only`: for reading
+        only; the store must exist (NoStore otherwise) and nothing is created, migrated
+        or written, so a read-only store answers too. A store that cannot be opened is a
+        StoreError saying what to do.
         """
         home_path = Path(home or os.environ.get("MMDEDUP_HOME") or DEFAULT_HOME)
-        home_path.mkdir(parents=True, exist_ok=True)
-        url = resolve_url(home_path, db_url or os.environ.get("MMDEDUP_DATABASE_URL"))
-        return cls(home_path, url, open_store(url), load_settings(home_path, registry.settings_types()))
+        db_url = db_url or os.environ.get("MMDEDUP_DATABASE_URL")
+        if home_path.exists() and not home_path.is_dir():
+            raise StoreError(f"the store folder {home_path} is a file: give --home a folder "
+                             "(it is created when missing)")
+        if not read_only:
+            try:
+                home_path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store folder {home_path}: {exc.strerror}; "
+                                 "give --home a folder this user may write") from None
+        url = resolve_url(home_path, db_url)
+        try:
+            sessions = open_store(url, read_only=read_only)
+        except NoStore:
+            if db_url:
+                raise NoStore(f"the database {shown_url(url)} holds no mmdedup store (run "
+                              "`mmdedup --db URL ingest ...` first; a command that only "
+                              "reads creates nothing)") from None
+            raise NoStore(f"no mmdedup store at {home_path} (run `mmdedup --home {home_path} "
+                          "ingest ...` first)") from None
+        return cls(home_path, url, sessions, load_settings(home_path, registry.settings_types()))
 
     def close(self) -> None:
         self.sessions.kw["bind"].dispose()
@@ -279,6 +302,12 @@ class Platform:
                             max_pairs=max_pairs, max_clusters=max_clusters, root=root)
 
 
+def store_problem(exc: BaseException, url: str) -> StoreError | None:
+    """What a failure of a database driver on the store at `url` means, as one line with
+    what to do (server gone, store read-only, disk full); None for any other exception."""
+    return explain(exc, url)
+
+
 def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,
             until: datetime | None) -> bool:
     if meta and any(row.meta.get(key) != value for key, value in meta.items()):
@@ -302,4 +331,5 @@ def _read(source: str | Path | bytes) -> bytes:
     return path.read_bytes()
 
 
-__all__ = ["Platform", "Item", "IngestReport", "Pair", "Cluster", "Match", "UnknownItem"]
+__all__ = ["Platform", "Item", "IngestReport", "Pair", "Cluster", "Match", "UnknownItem",
+           "NoStore", "StoreError", "store_problem"]
