@@ -279,11 +279,13 @@ class Platform:
                              list(tiers) if tiers else None)
 
     def failures(self, include_resolved: bool = False) -> list[dict[str, Any]]:
-        """Inputs that failed, with their reason; open ones only unless asked."""
+        """Inputs that failed, with their reason; open ones only unless asked. `at` is
+        the time of the (latest) failing run, in UTC."""
         with self.sessions() as session:
             return [
                 {"source": f.source, "key": f.key, "id": f.item_id, "reason": f.reason,
-                 "detail": f.detail, "at": f.created_at.isoformat(),
+                 "detail": f.detail,
+                 "at": _aware(f.created_at).astimezone(timezone.utc).isoformat(),
                  "resolved": f.resolved_at is not None}
                 for f in queries.failures(session, include_resolved)
             ]
