@@ -180,6 +180,7 @@ class Platform:
         video keyframes through CLIP's text tower (signal `clip_text`, detail
         `clip_text_cosine`). `meta` keeps items whose meta has those values;
         `since`/`until` keep items ingested in that window."""
+        page = None
         if html is not None:
             page = extract_page(_read(html), max_bytes=self.settings.max_file_bytes,
                                 max_chars=self.settings.max_page_chars, max_depth=self.settings.max_page_depth)
@@ -192,6 +193,7 @@ class Platform:
                            None if video is None else _read(video), self.settings,
                            keep_pixels=(image is not None or video is not None)
                            and any(s.wants_pixels() for s in self._signals))
+        probe.page = page  # the DOM signal's tag paths
         signals: dict[int, dict[str, float]] = {}
         details: dict[int, dict[str, float]] = {}
         fusion = fusion_of(self._signals, self.settings)
@@ -202,6 +204,11 @@ class Platform:
                 for pk, (score, figures) in found.items():
                     signals.setdefault(pk, {})[name] = score
                     details.setdefault(pk, {}).update(figures)
+        found_pks = sorted(signals)
+        for signal in self._signals:  # the signals without an index join on what was found
+            for pk, (score, figures) in signal.query_found(probe, found_pks).items():
+                signals[pk][signal.name] = score
+                details[pk].update(figures)
         fusion = fusion.with_weights(weights)
         scored = sorted(((fusion.fuse(sig), pk) for pk, sig in signals.items()),
                         key=lambda sp: (-sp[0], sp[1]))
