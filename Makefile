@@ -17,6 +17,9 @@ demo: $(VENV)/.installed
 	$(BIN)/mmdedup --home $(STORE) ingest samples/corpus/manifest.jsonl
 	$(BIN)/mmdedup --home $(STORE) clusters
 	$(BIN)/mmdedup --home $(STORE) pairs --min-tier weak
+	@echo
+	@echo "mmdedup is installed in $(VENV), not on your PATH: run $(BIN)/mmdedup --home $(STORE) pairs,"
+	@echo "or 'source $(BIN)/activate' first, and then mmdedup --home $(STORE) pairs."
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest

@@ -2,11 +2,11 @@
 ships.
 
 cli -> api -> pipeline / review / learn / report -> signals -> input, extract, index,
-score -> store. extract, index and score are pure: bytes, strings and arrays in, arrays
-out; they import neither the settings nor the store, so every limit and threshold they
-use is a parameter their callers pass from one place, and nothing in them can read or
-write a database. A package missing from pyproject's list would import from a checkout
-and fail once installed.
+score -> store; `terminal` (text made safe to print) serves cli and review. extract,
+index and score are pure: bytes, strings and arrays in, arrays out; they import neither
+the settings nor the store, so every limit and threshold they use is a parameter their
+callers pass from one place, and nothing in them can read or write a database. A package
+missing from pyproject's list would import from a checkout and fail once installed.
 """
 
 from __future__ import annotations
@@ -28,15 +28,16 @@ ALLOWED = {
     "index": set(),
     "score": set(),
     "config": set(),
+    "terminal": set(),
     "input": {"config", "extract"},
     "signals": {"config", "input", "extract", "index", "score", "store"},
     "pipeline": {"config", "input", "extract", "score", "signals", "store"},
     "learn": {"config", "input", "extract", "score", "signals", "store", "review"},
-    "review": {"config", "input", "extract", "score", "signals", "store"},
+    "review": {"config", "input", "extract", "score", "signals", "store", "terminal"},
     "report": {"config", "input", "extract", "score", "signals", "store", "review"},
     "api": {"config", "input", "extract", "index", "score", "signals", "store", "pipeline",
             "learn", "review", "report"},
-    "cli": {"api", "config", "signals", "report", "review", "learn"},
+    "cli": {"api", "config", "signals", "report", "review", "learn", "terminal"},
 }
 # The parts whose every module must leave SQL to store/.
 SQL_FREE = set(ALLOWED) - {"store"}

@@ -92,7 +92,7 @@ def test_cli_query(cli, tmp_path: Path) -> None:
     manifest = tmp_path / "m.jsonl"
     manifest.write_text(json.dumps({"id": "orig", "text": "\n".join(NEWS)}) + "\n")
     cli("ingest", str(manifest))
-    rc, out, _ = cli("query", "--text", " ".join(NEWS[1:]), "--k", "3")
+    rc, out, _ = cli("query", "--text", " ".join(NEWS[1:]), "--k", "3", "--format", "json")
     assert rc == 0
     assert json.loads(out)[0]["id"] == "orig"
 
@@ -187,7 +187,7 @@ def test_query_filters_on_meta_and_time(platform: Platform, cli, tmp_path: Path)
     now = datetime.now(timezone.utc)
     assert platform.query(probe, since=now + timedelta(hours=1)) == []
     assert len(platform.query(probe, until=now + timedelta(hours=1))) == 2
-    rc, out, _ = cli("query", "--text", probe, "--meta", "source=gov")
+    rc, out, _ = cli("query", "--text", probe, "--meta", "source=gov", "--format", "json")
     assert rc == 0 and [r["id"] for r in json.loads(out)] == ["gov"]
 
 

@@ -41,6 +41,7 @@ from .signals.scorer import PairScorer, fusion_of
 from .store import items as stored_items
 from .store import queries
 from .store.db import open_store, resolve_url
+from .store.errors import NoStore, StoreError, explain, shown_url
 from .store.locks import LockBusy  # noqa: F401  (raised by retrain)
 
 
@@ -65,18 +66,41 @@ class Platform:
         return self._scorer(session, pairs)
 
     @classmethod
-    def open(cls, home: str | Path | None = None, db_url: str | None = None) -> Platform:
+    def open(cls, home: str | Path | None = None, db_url: str | None = None, *,
+             read_only: bool = False) -> Platform:
         """Open (creating and migrating as needed) the store under `home`.
 
         `home` defaults to $MMDEDUP_HOME or ./.mmdedup; `db_url` to $MMDEDUP_DATABASE_URL or
-        SQLite inside home. Index files always live in home.
+        SQLite inside home. Index files always live in home. `read_only`: for reading
+        only; the store must exist (NoStore otherwise) and nothing is created, migrated
+        or written, so a read-only store answers too. A store that cannot be opened is a
+        StoreError saying what to do.
         """
         home_path = Path(home or os.environ.get("MMDEDUP_HOME") or DEFAULT_HOME)
-        home_path.mkdir(parents=True, exist_ok=True)
-        url = resolve_url(home_path, db_url or os.environ.get("MMDEDUP_DATABASE_URL"))
+        db_url = db_url or os.environ.get("MMDEDUP_DATABASE_URL")
+        if home_path.exists() and not home_path.is_dir():
+            raise StoreError(f"the store folder {home_path} is a file: give --home a folder "
+                             "(it is created when missing)")
+        # Settings first: a bad config touches no database.
         settings = load_settings(home_path, registry.settings_types(),
                                  [s.name for s in registry.SIGNALS if s.medium])
-        return cls(home_path, url, open_store(url), settings)
+        if not read_only:
+            try:
+                home_path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store folder {home_path}: {exc.strerror}; "
+                                 "give --home a folder this user may write") from None
+        url = resolve_url(home_path, db_url)
+        try:
+            sessions = open_store(url, read_only=read_only)
+        except NoStore:
+            if db_url:
+                raise NoStore(f"the database {shown_url(url)} holds no mmdedup store (run "
+                              "`mmdedup --db URL ingest ...` first; a command that only "
+                              "reads creates nothing)") from None
+            raise NoStore(f"no mmdedup store at {home_path} (run `mmdedup --home {home_path} "
+                          "ingest ...` first)") from None
+        return cls(home_path, url, sessions, settings)
 
     def close(self) -> None:
         self.sessions.kw["bind"].dispose()
@@ -194,6 +218,7 @@ class Platform:
         video keyframes through CLIP's text tower (signal `clip_text`, detail
         `clip_text_cosine`). `meta` keeps items whose meta has those values;
         `since`/`until` keep items ingested in that window."""
+        page = None
         if html is not None:
             page = extract_page(_read(html), max_bytes=self.settings.max_file_bytes,
                                 max_chars=self.settings.max_page_chars, max_depth=self.settings.max_page_depth)
@@ -206,6 +231,7 @@ class Platform:
                            None if video is None else _read(video), self.settings,
                            keep_pixels=(image is not None or video is not None)
                            and any(s.wants_pixels() for s in self._signals))
+        probe.page = page  # the DOM signal's tag paths
         signals: dict[int, dict[str, float]] = {}
         details: dict[int, dict[str, float]] = {}
         fusion = fusion_of(self._signals, self.settings)
@@ -216,6 +242,11 @@ class Platform:
                 for pk, (score, figures) in found.items():
                     signals.setdefault(pk, {})[name] = score
                     details.setdefault(pk, {}).update(figures)
+        found_pks = sorted(signals)
+        for signal in self._signals:  # the signals without an index join on what was found
+            for pk, (score, figures) in signal.query_found(probe, found_pks).items():
+                signals[pk][signal.name] = score
+                details[pk].update(figures)
         fusion = fusion.with_weights(weights)
         scored = sorted(((fusion.fuse(sig), pk) for pk, sig in signals.items()),
                         key=lambda sp: (-sp[0], sp[1]))
@@ -305,11 +336,13 @@ class Platform:
                              list(tiers) if tiers else None)
 
     def failures(self, include_resolved: bool = False) -> list[dict[str, Any]]:
-        """Inputs that failed, with their reason; open ones only unless asked."""
+        """Inputs that failed, with their reason; open ones only unless asked. `at` is
+        the time of the (latest) failing run, in UTC."""
         with self.sessions() as session:
             return [
                 {"source": f.source, "key": f.key, "id": f.item_id, "reason": f.reason,
-                 "detail": f.detail, "at": f.created_at.isoformat(),
+                 "detail": f.detail,
+                 "at": _aware(f.created_at).astimezone(timezone.utc).isoformat(),
                  "resolved": f.resolved_at is not None}
                 for f in queries.failures(session, include_resolved)
             ]
@@ -337,6 +370,12 @@ class Platform:
         return write_pair_report(Path(out), self.sessions, self.settings, a, b, root=root)
 
 
+def store_problem(exc: BaseException, url: str) -> StoreError | None:
+    """What a failure of a database driver on the store at `url` means, as one line with
+    what to do (server gone, store read-only, disk full); None for any other exception."""
+    return explain(exc, url)
+
+
 def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,
             until: datetime | None) -> bool:
     if meta and any(row.meta.get(key) != value for key, value in meta.items()):
@@ -360,4 +399,5 @@ def _read(source: str | Path | bytes) -> bytes:
     return path.read_bytes()
 
 
-__all__ = ["Platform", "Item", "IngestReport", "Pair", "Cluster", "Match", "UnknownItem"]
+__all__ = ["Platform", "Item", "IngestReport", "Pair", "Cluster", "Match", "UnknownItem",
+           "NoStore", "StoreError", "store_problem"]

@@ -1,7 +1,9 @@
 """The `mmdedup` command: argument parsing and output formatting over `Platform`.
 
 jsonl and csv are for scripts (one record a line, stable keys); table is for people.
-Errors a user can fix print one line on stderr and exit with status 2.
+Errors a user can fix, and a store that cannot be opened, read or written, print one line
+on stderr (what is wrong, what to do) and exit with status 2; output cut short by its
+reader (`| head`) ends quietly.
 
 This module holds the parser and `main`; commands.py runs each command, output.py
 formats what they print.
@@ -10,51 +12,110 @@ formats what they print.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import signal
 import sys
 from datetime import datetime
-from typing import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import NoReturn, Sequence
 
-from ..api import Platform, UnknownItem
+from ..api import Platform, StoreError, UnknownItem, store_problem
 from ..config import TIERS
 from ..report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
+from ..terminal import printable
 from .commands import COMMANDS
+
+DESCRIPTION = ("Find near-duplicate texts, web pages, pictures and videos; review the\n"
+               "doubtful pairs in the terminal and learn from the decisions.")
+EPILOG = """a first run:
+  mmdedup --home store ingest corpus/manifest.jsonl   (or a folder)
+  mmdedup --home store pairs
+  mmdedup --home store clusters
+
+`mmdedup COMMAND --help` says more of each command."""
+# The commands that only read: they open the store read-only, create and migrate nothing,
+# and answer on a store this user may not write.
+READ_ONLY = {"stats", "pairs", "clusters", "report", "failures", "labels", "query"}
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with what it echoes of the command line printed safely."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {printable(message)}\n")
+
+
+def positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"takes 1 or more, not {n}")
+    return n
+
+
+def store_options(parser: argparse.ArgumentParser, default: object) -> None:
+    """--home and --db, before the command or after it."""
+    parser.add_argument("--home", default=default, metavar="DIR",
+                        help="folder of the store: the SQLite database, index files and "
+                             "config.toml (env MMDEDUP_HOME, default ./.mmdedup)")
+    parser.add_argument("--db", default=default, metavar="URL",
+                        help="database URL, e.g. postgresql+psycopg://user@host/db "
+                             "(env MMDEDUP_DATABASE_URL, default SQLite in --home)")
+
+
+def _mmdedup_version() -> str:
+    try:
+        return version("mmdedup")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mmdedup", description=__doc__.splitlines()[0])
-    parser.add_argument("--home", default=None,
-                        help="folder for the SQLite database and index files "
-                             "(env MMDEDUP_HOME, default ./.mmdedup)")
-    parser.add_argument("--db", default=None,
-                        help="database URL, e.g. postgresql+psycopg://user@host/db "
-                             "(env MMDEDUP_DATABASE_URL, default SQLite in --home)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="mmdedup", description=DESCRIPTION, epilog=EPILOG,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"mmdedup {_mmdedup_version()}",
+                        help="print the version and exit")
+    store_options(parser, None)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                title="commands")
 
-    p = sub.add_parser("ingest", help="ingest a manifest (.jsonl), a folder or one file")
+    def command(name: str, help: str) -> argparse.ArgumentParser:  # noqa: A002
+        p = sub.add_parser(name, help=help, description=help[:1].upper() + help[1:] + ".")
+        store_options(p, argparse.SUPPRESS)
+        return p
+
+    p = command("ingest", "ingest a manifest (.jsonl), a folder or one file")
     p.add_argument("source", help="MANIFEST.jsonl, FOLDER (one item per file) or FILE (one item)")
     p.add_argument("--id-prefix", default="", metavar="PREFIX",
                    help="put PREFIX before every item id (a folder's ids are the paths inside "
                         "it: a prefix keeps two folders with the same file names apart)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--workers", type=positive, default=1,
                    help="processes in all: with N > 1, N - 1 extract chunks ahead while one "
                         "writes (default 1: everything in one process)")
 
-    p = sub.add_parser("pairs", help="scored duplicate pairs")
-    p.add_argument("--min-tier", choices=TIERS, default="weak")
-    p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table")
+    p = command("pairs", "scored duplicate pairs, best first")
+    p.add_argument("--min-tier", choices=TIERS, default="weak",
+                   help="the lowest tier listed (default %(default)s: every pair)")
+    p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table",
+                   help="table for people (default), jsonl or csv for scripts")
 
-    p = sub.add_parser("clusters", help="duplicate groups")
-    p.add_argument("--format", choices=("table", "jsonl"), default="table")
+    p = command("clusters", "duplicate groups, each with its canonical member")
+    p.add_argument("--format", choices=("table", "jsonl"), default="table",
+                   help="table for people (default), jsonl for scripts")
 
-    p = sub.add_parser("label", help="record a reviewer decision on one pair, or import "
-                                        "many with --file")
-    p.add_argument("a", nargs="?")
-    p.add_argument("b", nargs="?")
+    p = command("label", "record a reviewer decision on one pair, or import many with --file")
+    p.add_argument("a", nargs="?", help="id of one item of the pair")
+    p.add_argument("b", nargs="?", help="id of the other")
     decision = p.add_mutually_exclusive_group()
-    decision.add_argument("--duplicate", action="store_true")
-    decision.add_argument("--distinct", action="store_true")
-    decision.add_argument("--unsure", action="store_true")
+    decision.add_argument("--duplicate", action="store_true", help="A and B are duplicates")
+    decision.add_argument("--distinct", action="store_true", help="A and B are not duplicates")
+    decision.add_argument("--unsure", action="store_true",
+                          help="no decision: the pair stays for other reviewers")
     p.add_argument("--file", default=None, metavar="PATH",
                    help="import labels: CSV with header a,b,decision[,reviewer][,created_at] "
                         "or JSON Lines {a, b, decision, reviewer?, created_at?}")
@@ -63,44 +124,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reviewer", default=None,
                    help="default: $MMDEDUP_REVIEWER or the login (for --file: rows naming none)")
 
-    p = sub.add_parser("labels", help="reviewer labels: a table, or every label for scripts "
-                                         "with --export")
+    p = command("labels", "reviewer labels: a table, or every label for scripts with --export")
     p.add_argument("--export", action="store_true",
                    help="every label as jsonl or csv (a, b, decision, reviewer, created_at); "
                         "`label --file` imports it back")
-    p.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="of --export")
-    p.add_argument("--out", default=None, help="write the export to this file (default stdout)")
+    p.add_argument("--format", choices=("jsonl", "csv"), default=None,
+                   help="of --export: jsonl (default) or csv")
+    p.add_argument("--out", default=None, metavar="PATH",
+                   help="write the export to this file (default stdout)")
 
-    p = sub.add_parser("review", help="decide review-queue pairs in the terminal, one key each")
+    p = command("review", "decide review-queue pairs in the terminal, one key each")
     p.add_argument("--reviewer", default=None, help="default: $MMDEDUP_REVIEWER or the login")
     p.add_argument("--limit", type=int, default=None, help="stop after N decisions")
     p.add_argument("--tiers", default=None,
                    help="comma-separated tiers the queue holds, in order "
                         "(default: review_tiers in config, medium)")
 
-    p = sub.add_parser("failures", help="inputs that could not be ingested, with the reason")
+    p = command("failures", "inputs that could not be ingested, with the reason")
     p.add_argument("--all", action="store_true", help="include failures a rerun resolved")
-    p.add_argument("--format", choices=("table", "jsonl"), default="table")
+    p.add_argument("--format", choices=("table", "jsonl"), default="table",
+                   help="table for people (default), jsonl for scripts")
 
-    p = sub.add_parser("query", help="nearest stored items to a text, picture or page, "
-                                        "without ingesting it")
-    p.add_argument("--text")
+    p = command("query", "nearest stored items to a text, picture, video or page, without "
+                         "ingesting it")
+    p.add_argument("--text", help="a text to look for")
     p.add_argument("--image", help="path of a picture")
     p.add_argument("--video", help="path of a video")
     p.add_argument("--html", help="path of a web page")
-    p.add_argument("--k", type=int, default=10)
-    p.add_argument("--min-score", type=float, default=0.0)
+    p.add_argument("--k", type=positive, default=10, help="at most this many (default %(default)s)")
+    p.add_argument("--min-score", type=float, default=0.0,
+                   help="leave out matches fused below this score (default 0)")
     p.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
                    help="keep items whose meta has this value (repeatable)")
     p.add_argument("--since", type=datetime.fromisoformat, help="ingested at or after (ISO time)")
     p.add_argument("--until", type=datetime.fromisoformat, help="ingested at or before (ISO time)")
-    p.add_argument("--format", choices=("json", "table"), default="json")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table for people (default), json (a list) for scripts")
 
-    p = sub.add_parser("stats", help="counts of items, pairs, labels and failures")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    p = command("stats", "counts of items, pairs, labels and failures")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table for people (default), json for scripts")
 
-    p = sub.add_parser("report", help="a self-contained HTML report of clusters and the "
-                                         "review queue")
+    p = command("report", "a self-contained HTML report of clusters and the review queue")
     p.add_argument("--out", required=True, help="the HTML file to write")
     p.add_argument("--max-pairs", type=int, default=DEFAULT_MAX_PAIRS,
                    help="review-queue pairs shown (default %(default)s)")
@@ -110,8 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="folder that relative file paths of items ingested from Python are "
                         "relative to (manifest and folder items need none)")
 
-    p = sub.add_parser("retrain", help="retrain TF-IDF, word weights and fusion from the store "
-                                          "and the labels; re-sign and re-score what changed")
+    p = command("retrain", "retrain TF-IDF, word weights and fusion from the store and the "
+                           "labels; re-sign and re-score what changed")
     p.add_argument("--rollback", action="store_true",
                    help="re-activate the models in force before the last retrain")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
@@ -120,14 +185,65 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):
+        # A character the terminal's encoding cannot take is written as an escape, not a crash.
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "labels" and args.format and not (args.export or args.out):
+        parser.error(f"labels: --format is the format of --export (labels --export --format "
+                     f"{args.format})")
     try:
-        with Platform.open(args.home, args.db) as platform:
+        status = run(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # The reader left (`mmdedup pairs | head`): stop quietly, with the status of a
+        # program that SIGPIPE ended, as a C tool would.
+        _drop_stdout()
+        return 128 + signal.SIGPIPE
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command, with what goes wrong around it said in one line and status 2."""
+    platform = None
+    try:
+        with Platform.open(args.home, args.db, read_only=args.command in READ_ONLY) as platform:
             return COMMANDS[args.command](platform, args)
-    except (UnknownItem, ValueError, FileNotFoundError) as exc:
-        message = exc
-        print(f"mmdedup: error: {message}", file=sys.stderr)
-        return 2
+    except BrokenPipeError:
+        raise
+    except (StoreError, UnknownItem, ValueError, FileNotFoundError) as exc:
+        return fail(exc)
+    except OSError as exc:
+        return fail(os_problem(exc))
+    except Exception as exc:
+        problem = store_problem(exc, platform.url) if platform is not None else None
+        if problem is None:
+            raise
+        return fail(problem)
+
+
+def fail(message: object) -> int:
+    print(f"mmdedup: error: {printable(message)}", file=sys.stderr)
+    return 2
+
+
+def os_problem(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    if exc.errno == errno.ENOSPC:
+        return (f"no space left on the device, writing{where}: free some space and run the "
+                "command again (work committed so far is kept)")
+    return f"{exc.strerror or exc}:{where}" if where else str(exc.strerror or exc)
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so the flush at exit finds no closed pipe to complain of."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 __all__ = ["build_parser", "main"]

@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 from ..api import DECISIONS, LockBusy, Platform
 from ..signals.registry import listed_names
-from .output import fmt_signals, print_jsonl, print_pairs_csv, print_table
+from .output import DataOut, fmt_signals, print_json, print_jsonl, print_pairs_csv, print_table, say
 
 
 def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
     show = not args.no_progress and sys.stderr.isatty()
     report = platform.ingest(args.source, progress=show, workers=args.workers,
                              id_prefix=args.id_prefix)
-    print(report.summary())
+    say(report.summary())
     if report.failed:
-        print("see `mmdedup failures` for the reasons; a rerun retries them", file=sys.stderr)
+        say("see `mmdedup failures` for the reasons; a rerun retries them", err=True)
     return 0
 
 
@@ -54,24 +53,25 @@ def cmd_label(platform: Platform, args: argparse.Namespace) -> int:
             raise ValueError("label --file takes no pair and no decision: they are in the file")
         report = platform.import_labels(args.file, reviewer=args.reviewer, fmt=args.format)
         for error in report.errors:
-            print(f"{args.file}:{error.line}: {error.reason}: {error.detail}", file=sys.stderr)
-        print(report.summary())
+            say(f"{args.file}:{error.line}: {error.reason}: {error.detail}", err=True)
+        say(report.summary())
         return 1 if report.errors else 0
     if not (args.a and args.b) or decision is None:
         raise ValueError("label needs A B and one of --duplicate, --distinct, --unsure "
                          "(or --file PATH)")
     platform.label(args.a, args.b, decision=decision, reviewer=args.reviewer)
-    print(f"{args.a} ~ {args.b}: {decision}")
+    say(f"{args.a} ~ {args.b}: {decision}")
     return 0
 
 
 def cmd_labels(platform: Platform, args: argparse.Namespace) -> int:
     if args.export or args.out:
+        fmt = args.format or "jsonl"
         if args.out:
-            n = platform.export_labels(args.out, args.format)
-            print(f"wrote {n} labels to {args.out}", file=sys.stderr)
+            n = platform.export_labels(args.out, fmt)
+            say(f"wrote {n} labels to {args.out}", err=True)
         else:
-            platform.export_labels(sys.stdout, args.format)
+            platform.export_labels(DataOut(fmt), fmt)
         return 0
     labels = platform.labels()
     print_table(["a", "b", "decision", "reviewer", "at"],
@@ -109,7 +109,7 @@ def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
         args.text, image=args.image, video=args.video, html=args.html, k=args.k,
         min_score=args.min_score, meta=meta, since=args.since, until=args.until)]
     if args.format == "json":
-        print(json.dumps(results, ensure_ascii=False))
+        print_json(results)
     else:
         # query-only signals (clip_text: a text matched to pictures) get columns when present
         listed = listed_names()
@@ -124,7 +124,7 @@ def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
 def cmd_stats(platform: Platform, args: argparse.Namespace) -> int:
     stats = platform.stats()
     if args.format == "json":
-        print(json.dumps(stats, ensure_ascii=False, indent=2))
+        print_json(stats, indent=2)
         return 0
     rows = []
     for key, value in stats.items():
@@ -138,8 +138,8 @@ def cmd_stats(platform: Platform, args: argparse.Namespace) -> int:
 def cmd_report(platform: Platform, args: argparse.Namespace) -> int:
     summary = platform.report(args.out, max_pairs=args.max_pairs,
                               max_clusters=args.max_clusters, root=args.root)
-    print(f"wrote {summary['path']}: {summary['clusters_shown']} of {summary['clusters']} "
-          f"clusters, {summary['review_shown']} of {summary['review_queue']} pairs to review")
+    say(f"wrote {summary['path']}: {summary['clusters_shown']} of {summary['clusters']} "
+        f"clusters, {summary['review_shown']} of {summary['review_queue']} pairs to review")
     return 0
 
 
@@ -147,12 +147,12 @@ def cmd_retrain(platform: Platform, args: argparse.Namespace) -> int:
     try:
         report = platform.retrain(rollback=args.rollback, wait_seconds=args.wait)
     except LockBusy as exc:
-        print(f"mmdedup: {exc}", file=sys.stderr)
+        say(f"mmdedup: {exc}", err=True)
         return 3
     except LookupError as exc:  # nothing to roll back
-        print(f"mmdedup: error: {exc.args[0]}", file=sys.stderr)
+        say(f"mmdedup: error: {exc.args[0]}", err=True)
         return 2
-    print(report.summary())
+    say(report.summary())
     return 0
 
 

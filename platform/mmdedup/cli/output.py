@@ -1,22 +1,55 @@
-"""What the commands print: tables for people, JSON Lines and CSV for scripts."""
+"""What the commands print: tables for people, JSON Lines and CSV for scripts.
+
+Everything printed passes through the terminal module: tables and messages show control
+characters in item data as escapes (`\\x1b`), JSON stays the same JSON with them escaped,
+and CSV is escaped when it goes to a terminal and left as the data in a pipe or a file.
+"""
 
 from __future__ import annotations
 
 import csv
 import json
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..signals.registry import listed_names
+from ..terminal import json_printable, printable
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        # The reader left: end as every other output does (cli.main), not with rich's exit.
+        raise BrokenPipeError
+
+
+class DataOut:
+    """stdout for a machine format (json, jsonl, csv), written through as it comes."""
+
+    def __init__(self, fmt: str) -> None:
+        self.out = sys.stdout
+        self.fix: Callable[[str], str] | None = None
+        if fmt in ("json", "jsonl"):
+            self.fix = json_printable
+        elif self.out.isatty():
+            self.fix = lambda text: printable(text, lines=True)
+
+    def write(self, text: str) -> int:
+        return self.out.write(self.fix(text) if self.fix else text)
+
+
+def say(text: object, *, err: bool = False) -> None:
+    """A message for people, on stdout (or stderr), control characters escaped."""
+    print(printable(text, lines=True), file=sys.stderr if err else sys.stdout)
 
 
 def print_pairs_csv(pairs: list[dict[str, Any]]) -> None:
     """Pairs as CSV on stdout: a, b, score, tier, kind and a column per signal."""
     names = listed_names()
-    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer = csv.writer(DataOut("csv"), lineterminator="\n")
     writer.writerow(["a", "b", "score", "tier", "kind", *names])
     for p in pairs:
         writer.writerow([p["a"], p["b"], p["score"], p["tier"], p["kind"],
@@ -28,18 +61,24 @@ def fmt_signals(signals: dict[str, Any], names: Sequence[str]) -> list[str]:
 
 
 def print_jsonl(records: list[dict[str, Any]]) -> None:
-    out = sys.stdout
+    out = DataOut("jsonl")
     for record in records:
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+def print_json(value: Any, indent: int | None = None) -> None:
+    DataOut("json").write(json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
+
+
 def print_table(columns: list[str], rows: list[list[str]], title: str) -> None:
-    table = Table(title=title, title_justify="left")
+    # Cells are Text, not strings: rich would read "[red]" in an id as markup.
+    table = Table(title=Text(printable(title)), title_justify="left")
     for column in columns:
-        table.add_column(column, overflow="fold")
+        table.add_column(Text(printable(column)), overflow="fold")
     for row in rows:
-        table.add_row(*row)
-    Console(width=max(120, Console().width)).print(table)
+        table.add_row(*(Text(printable(cell, lines=True)) for cell in row))
+    _Console(width=max(120, Console().width)).print(table)
 
 
-__all__ = ["fmt_signals", "print_jsonl", "print_pairs_csv", "print_table"]
+__all__ = ["DataOut", "fmt_signals", "print_json", "print_jsonl", "print_pairs_csv",
+           "print_table", "say"]

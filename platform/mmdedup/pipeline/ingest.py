@@ -240,7 +240,11 @@ def _write_chunk(
 
     now = utcnow()
     if reached := open_failures.intersection(e.key for e in chunk):
-        stored_items.resolve_failures(session, report.source, sorted(reached), now)
+        # A record that fails again is not resolved: its open failure gives way to this
+        # run's, so `failures --all` lists it once, with the latest reason.
+        again = reached.intersection(e.key for e, _ in failed)
+        stored_items.resolve_failures(session, report.source, sorted(reached - again), now)
+        stored_items.drop_open_failures(session, report.source, sorted(again))
         open_failures -= reached
     if failed:
         open_failures.update(e.key for e, _ in failed)

@@ -38,6 +38,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..signals.registry import listed_names
+from ..terminal import printable
 from .display import display_tokens
 from .media import AssetMedia, MediaView
 from .pictures import side_by_side
@@ -57,10 +58,6 @@ PairReport = Callable[[str, str, Path], Any]
 HIGHLIGHT = "bold black on yellow"
 MOVED_RUN = 4  # a shared run of this many tokens is a moved passage, not a change
 MAX_DIFF_TOKENS = 5000  # past this many tokens a text is not diffed (nor shown)
-# Control characters (an ESC in an item's text would drive the terminal) shown as U+FFFD,
-# one for one so offsets do not move; newlines stay, tabs become spaces.
-_CONTROLS = {c: "\ufffd" for c in [*range(0x20), *range(0x7f, 0xa0)] if c not in (0x0a,)}
-_CONTROLS[0x09] = " "
 
 
 def run_review(session: ReviewSession, *, limit: int | None = None, stdin: IO[str] | None = None,
@@ -99,7 +96,8 @@ def run_review(session: ReviewSession, *, limit: int | None = None, stdin: IO[st
             if interactive:
                 console.set_alt_screen(False)
         left = session.remaining()
-    console.print(summary(session, ended, left), highlight=False, soft_wrap=True)
+    console.print(printable(summary(session, ended, left)), highlight=False, markup=False,
+                  soft_wrap=True)
     return 0
 
 
@@ -161,7 +159,7 @@ def screen(view: PairView, reviewer: str, left: int, labelled: int, message: str
            colour: bool = True, keys: str = KEY_LINE) -> Group:
     """Everything one screen shows, fitted to width x height. `pictures`: each item's
     files read back (media.py), drawn as half-block thumbnails."""
-    header = Text.assemble(("mmdedup review", "bold"), f"  reviewer {reviewer}  ·  "
+    header = Text.assemble(("mmdedup review", "bold"), f"  reviewer {printable(reviewer)}  ·  "
                            f"{left} to go  ·  {labelled} labelled this session")
     assets = max(len(view.a["assets"]), len(view.b["assets"]))
     shown_assets = min(assets, 3)
@@ -176,8 +174,8 @@ def screen(view: PairView, reviewer: str, left: int, labelled: int, message: str
     text_a, text_b = marked_texts(view.a["text"], view.b["text"], column, lines)
 
     sides = Table(box=box.ROUNDED, expand=True, show_lines=True, padding=(0, 1))
-    sides.add_column(Text(view.a["id"], style="bold cyan"), ratio=1, overflow="fold")
-    sides.add_column(Text(view.b["id"], style="bold cyan"), ratio=1, overflow="fold")
+    sides.add_column(Text(printable(view.a["id"]), style="bold cyan"), ratio=1, overflow="fold")
+    sides.add_column(Text(printable(view.b["id"]), style="bold cyan"), ratio=1, overflow="fold")
     if view.a["title"] or view.b["title"]:
         sides.add_row(Text(_safe(view.a["title"]), style="bold"),
                       Text(_safe(view.b["title"]), style="bold"))
@@ -204,7 +202,7 @@ def screen(view: PairView, reviewer: str, left: int, labelled: int, message: str
     if why:
         parts.append(Text(why, style="dim", overflow="ellipsis", no_wrap=True))
     parts.append(Text(keys, style="bold"))
-    parts.append(Text(message or " ", style="italic"))
+    parts.append(Text(printable(message) or " ", style="italic"))
     return Group(*parts)
 
 
@@ -334,11 +332,12 @@ def _cut(text: str, start: int, width: int, lines: int) -> int:
 
 
 def _safe(text: str) -> str:
-    return text.replace("\r\n", "\n").translate(_CONTROLS).rstrip()
+    """The text as the screen shows it: newlines kept, control characters as escapes."""
+    return printable(text.replace("\r\n", "\n"), lines=True).rstrip()
 
 
 def _assets(assets: list[str], shown: int) -> str:
-    lines = assets[:shown]
+    lines = [printable(a) for a in assets[:shown]]
     if len(assets) > shown:
         lines.append(f"… {len(assets) - shown} more files")
     return "\n".join(lines) or "-"

@@ -311,6 +311,27 @@ class Signal(Generic[V, S]):
         return {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
                 for i, pk in enumerate(found.tolist())}
 
+    def query_found(self, probe: LoadedItem, pks: Sequence[int]
+                    ) -> dict[int, tuple[float, dict[str, float]]]:
+        """For a signal without an index (dom): the probe scored against the stored items
+        the other signals' queries found, as it scores the pairs they find at ingest. A
+        signal with an index scored its own candidates in `query`."""
+        if self.index_parts or self.version() is None or not len(pks):
+            return {}
+        (value,) = self.extract([probe])
+        if value is None:
+            return {}
+        with self.sessions() as session:
+            pos, batch = self.stored(session, list(pks))
+        if not pos:
+            return {}
+        found = list(pos)
+        raw, details = self.similarity([self.unpack(self.pack(value))] * len(found),
+                                       self.take(batch, np.arange(len(found))))
+        scores = self.calibrate(raw)
+        return {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
+                for i, pk in enumerate(found)}
+
 
 def _spread(column: np.ndarray, have: np.ndarray) -> np.ndarray:
     """A column of figures for the pairs in `have`, zero for the others."""

@@ -1,21 +1,29 @@
-"""Engine, sessions, and migration to head whenever a store is opened.
+"""Engine, sessions, and migration to head whenever a store is opened to be written.
 
 Migrating on open means a user never runs a separate upgrade step after installing a new
-version; the same Alembic scripts serve the `alembic` command for operators.
+version; the same Alembic scripts serve the `alembic` command for operators. A store
+opened only to be read is neither created nor migrated (a typo in a path must not leave
+an empty store behind, and a read-only store must still answer): it is checked instead.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Sequence
+from urllib.parse import quote
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import JSON, DateTime, Engine, create_engine, event, select, update
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import JSON, DateTime, Engine, create_engine, event, inspect, make_url, select, update
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
+from .errors import NoStore, StoreError, explain, shown_url
 from .schema import ModelVersion
 
 DB_FILENAME = "mmdedup.db"
@@ -25,13 +33,40 @@ def resolve_url(home: Path, db_url: str | None) -> str:
     """The database URL: an explicit one, else SQLite inside `home`."""
     if db_url:
         return db_url
-    home.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{(home / DB_FILENAME).resolve()}"
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
+    """The engine for `url` (SQLite or PostgreSQL, else a StoreError); `read_only`: its
+    connections cannot write (SQLite opened read-only, PostgreSQL read-only transactions)."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreError("the database URL (--db or MMDEDUP_DATABASE_URL) cannot be read: give "
+                         "one like postgresql+psycopg://user@host/db, or none for SQLite in "
+                         "--home") from None
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise StoreError(f"mmdedup stores in SQLite or PostgreSQL, not {backend}: give --db "
+                         "postgresql+psycopg://user@host/db, or no --db for SQLite in --home")
+    try:
+        return _engine(url, parsed.database or "", read_only)
+    except (NoSuchModuleError, ModuleNotFoundError) as exc:
+        raise StoreError(f"the database driver of {parsed.drivername}:// is not installed "
+                         f"({exc}): use postgresql+psycopg://..., whose driver comes with "
+                         "mmdedup") from None
+
+
+def _engine(url: str, path: str, read_only: bool) -> Engine:
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 60})
+        if read_only:
+            if not Path(path).is_file():
+                raise NoStore(f"no SQLite database at {path}")
+            uri = _read_only_uri(path)
+            engine = create_engine(url, creator=lambda: sqlite3.connect(
+                uri, uri=True, timeout=60, check_same_thread=False))
+        else:
+            engine = create_engine(url, connect_args={"timeout": 60})
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001
@@ -43,15 +78,47 @@ def make_engine(url: str) -> Engine:
             # longer runs: together they took the database's share of ingesting a
             # 400-word text from about 230 to 140 us.
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA page_size=16384")
-            cur.execute("PRAGMA journal_mode=WAL")
+            if not read_only:  # (a reader leaves the file as it is)
+                cur.execute("PRAGMA page_size=16384")
+                cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA wal_autocheckpoint=4000")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, pool_pre_ping=True)
+    if read_only:
+        @event.listens_for(engine, "connect")
+        def _read_only(dbapi_conn, _record) -> None:  # noqa: ANN001
+            cur = dbapi_conn.cursor()
+            cur.execute("SET default_transaction_read_only = on")
+            cur.close()
+            dbapi_conn.commit()
+
+    return engine
+
+
+def _read_only_uri(path: str) -> str:
+    """SQLite's URI for reading the store file without writing anything. mode=ro still
+    needs the write-ahead log's index (-shm) file, which a read-only folder cannot get
+    when the last writer removed it on closing; then every change is in the main file,
+    and `immutable` reads it without one (the store is taken as it is: nothing can write
+    a folder this user cannot)."""
+    base = f"file:{quote(path)}"
+    try:
+        probe = sqlite3.connect(f"{base}?mode=ro", uri=True)
+        try:
+            probe.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            return f"{base}?mode=ro"
+        finally:
+            probe.close()
+    except sqlite3.OperationalError as exc:
+        if Path(f"{path}-wal").exists():
+            raise StoreError(f"cannot read the store {path} ({exc}): its folder is read-only "
+                             "and its write-ahead log holds changes; open it once with write "
+                             "access (any command) to fold them in") from None
+        return f"{base}?immutable=1"
 
 
 def alembic_config(url: str) -> Config:
@@ -76,10 +143,43 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
         command.downgrade(cfg, revision)
 
 
-def open_store(url: str) -> sessionmaker[Session]:
-    engine = make_engine(url)
-    migrate(engine)
+def open_store(url: str, *, read_only: bool = False) -> sessionmaker[Session]:
+    """Sessions on the store at `url`: created and migrated to head, or, `read_only`,
+    checked to hold mmdedup's tables at head (NoStore, StoreError) and never written.
+    A failure to reach or open the database is a StoreError saying what to do."""
+    engine = make_engine(url, read_only=read_only)
+    try:
+        if read_only:
+            check_schema(engine)
+        else:
+            migrate(engine)
+    except Exception as exc:
+        engine.dispose()
+        problem = explain(exc, url)
+        if problem is None:
+            raise
+        raise problem from exc
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def check_schema(engine: Engine) -> None:
+    """That the database holds mmdedup's tables at the schema this version reads."""
+    url = engine.url.render_as_string(hide_password=False)
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            raise NoStore(f"{shown_url(url)} holds no mmdedup tables")
+        current = MigrationContext.configure(conn).get_current_revision()
+    script = ScriptDirectory.from_config(alembic_config(url))
+    head = script.get_current_head()
+    if current == head:
+        return
+    known = current is not None and any(r.revision == current for r in script.walk_revisions())
+    if known:
+        raise StoreError(f"the store {shown_url(url)} has an older schema ({current}; this "
+                         f"mmdedup reads {head}): a command that writes (ingest, retrain) "
+                         "upgrades it, or run `alembic upgrade head`")
+    raise StoreError(f"the store {shown_url(url)} has schema {current}, which this mmdedup "
+                     f"(schema {head}) does not know: use the mmdedup that wrote it")
 
 
 def dialect_insert(session: Session, table: type):  # noqa: ANN201

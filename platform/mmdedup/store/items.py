@@ -70,8 +70,15 @@ def open_failure_keys(session: Session, source: str) -> set[str]:
 
 
 def resolve_failures(session: Session, source: str, keys: list[str], now: datetime) -> None:
-    session.execute(update(Failure).where(Failure.source == source, Failure.key.in_(keys),
-                                          Failure.resolved_at.is_(None)).values(resolved_at=now))
+    if keys:
+        session.execute(update(Failure).where(Failure.source == source, Failure.key.in_(keys),
+                                              Failure.resolved_at.is_(None)).values(resolved_at=now))
+
+
+def drop_open_failures(session: Session, source: str, keys: list[str]) -> None:
+    if keys:
+        session.execute(delete(Failure).where(Failure.source == source, Failure.key.in_(keys),
+                                              Failure.resolved_at.is_(None)))
 
 
 def insert_failures(session: Session, rows: list[dict]) -> None:
