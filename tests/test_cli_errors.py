@@ -129,6 +129,24 @@ def test_read_commands_on_a_database_without_tables_create_none(capsys, tmp_path
     assert rc == 0, err
 
 
+def test_a_read_command_brings_an_older_store_up_to_date(capsys, tmp_path: Path,
+                                                         db_url: str) -> None:
+    """A store an earlier release made is upgraded by whichever command comes first, as
+    ever: reading does not make a user run an upgrade step of their own."""
+    from mmdedup.store.db import make_engine, migrate
+
+    engine = make_engine(db_url)
+    migrate(engine, "0005")
+    engine.dispose()
+    rc, out, err = run_main(capsys, "--home", str(tmp_path / "h"), "--db", db_url, "stats")
+    assert rc == 0, err
+    engine = create_engine(db_url)
+    try:
+        assert {"store_state", "review_claims"} <= set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
 def test_an_sqlite_file_without_mmdedup_tables_is_not_a_store(capsys, tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE notes (x)").connection.commit()

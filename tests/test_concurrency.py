@@ -6,7 +6,6 @@ one, with no lock left behind."""
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -23,6 +22,9 @@ from mmdedup.store.locks import LockBusy, job_lock, take_write_lock
 from mmdedup.store.schema import IngestRun, ModelVersion, Signature
 
 from conftest import PG_URL, write_manifest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
+from concurrent_ingest import corpus  # noqa: E402  (the corpus the benchmark runs at scale)
 
 # Prior TF-IDF weights throughout (no refresh): a model counted over whatever texts the
 # store holds at that moment would differ between orders of work, legitimately; the
@@ -55,27 +57,6 @@ def new_store(db_url: str, tmp_path: Path) -> Iterator[Callable[[str], tuple[Pat
             for schema in schemas:
                 conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         engine.dispose()
-
-
-def corpus(n: int, seed: int = 11) -> tuple[list[dict], list[dict]]:
-    """Two manifests' records: originals, and for each original in the other a near copy
-    (three words changed) or an exact copy (every fifth), so every duplicate pair crosses
-    the two manifests; and unrelated texts in both."""
-    rng = random.Random(seed)
-    vocab = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(4, 9))) for _ in range(4000)]
-    first, second = [], []
-    for i in range(n):
-        words = rng.choices(vocab, k=40)
-        first.append({"id": f"a{i:04d}", "text": " ".join(words)})
-        if i % 5 == 0:
-            copy = list(words)
-        else:
-            copy = list(words)
-            for j in rng.sample(range(40), 3):
-                copy[j] = rng.choice(vocab)
-        second.append({"id": f"b{i:04d}", "text": " ".join(copy)})
-        second.append({"id": f"c{i:04d}", "text": " ".join(rng.choices(vocab, k=40))})
-    return first, second
 
 
 def mmdedup(home: Path, url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
@@ -166,20 +147,20 @@ def test_ingests_crossing_a_tfidf_refresh_together_leave_no_stale_signature(
         found = {tuple(sorted((x.a, x.b))) for x in p.pairs("weak")}
     st = state(home, url)
     assert {v for k, v in st["signature_versions"] if k == "text"} == {active}
-    assert {(f"a{i:04d}", f"b{i:04d}") for i in range(150)} <= found
+    assert {(f"a{i:06d}", f"b{i:06d}") for i in range(150)} <= found
 
 
 def labelled_store(home: Path, url: str, records: list[dict], tmp_path: Path) -> None:
-    """A store of `records` with reviewers' labels on a few pairs: duplicates confirmed,
-    and distinct ones that the text signal scores high (one word differs in a long text),
-    so a retrain moves word weights and fits fusion."""
+    """A store of `records` with reviewers' labels on a few pairs: some near copies
+    confirmed as duplicates, others called distinct, so a retrain moves word weights and
+    fits fusion."""
     manifest = write_manifest(tmp_path / f"lab-{home.name}", records)
     with Platform.open(home, url) as p:
         p.ingest(manifest)
         for i in range(0, 40, 5):
-            p.label(f"a{i:04d}", f"b{i:04d}", duplicate=True)
+            p.label(f"a{i:06d}", f"b{i:06d}", duplicate=True)
         for i in range(1, 40, 5):
-            p.label(f"a{i:04d}", f"b{i:04d}", duplicate=False)
+            p.label(f"a{i:06d}", f"b{i:06d}", duplicate=False)
 
 
 RETRAIN_ENV = {**FIXED_TFIDF, "MMDEDUP_FUSION_MIN_LABELS": "3", "MMDEDUP_INGEST_CHUNK": "25"}

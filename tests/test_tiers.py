@@ -144,8 +144,9 @@ def test_stored_pairs_follow_tiers_changed_in_config_and_environment(
     assert listed(cli) == stored
 
 
-def test_weak_tier_below_the_floor_is_refused(cli, home: Path,
+def test_weak_tier_below_the_floor_is_refused(cli, home: Path, db_url: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    Platform.open(home, db_url).close()  # a store for `stats` to read
     floor = Settings().pair_floor
     config(home, {"tier_weak": floor / 2})
     rc, _, err = cli("stats")

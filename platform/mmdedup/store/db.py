@@ -150,7 +150,11 @@ def open_store(url: str, *, read_only: bool = False) -> sessionmaker[Session]:
     engine = make_engine(url, read_only=read_only)
     try:
         if read_only:
-            check_schema(engine)
+            try:
+                check_schema(engine)
+            except OlderSchema:
+                _upgrade_if_writable(url)
+                check_schema(engine)
         else:
             migrate(engine)
     except Exception as exc:
@@ -160,6 +164,23 @@ def open_store(url: str, *, read_only: bool = False) -> sessionmaker[Session]:
             raise
         raise problem from exc
     return sessionmaker(engine, expire_on_commit=False)
+
+
+class OlderSchema(StoreError):
+    """The store's schema is an earlier one of this mmdedup's."""
+
+
+def _upgrade_if_writable(url: str) -> None:
+    """Bring an older store up to date for a command that only reads, as any command did
+    before reads opened stores read-only (a user never runs an upgrade step of their
+    own); where the store cannot be written, the older schema is reported instead."""
+    engine = make_engine(url)
+    try:
+        migrate(engine)
+    except Exception:  # read-only, or no right to alter: say what the schema is
+        pass
+    finally:
+        engine.dispose()
 
 
 def check_schema(engine: Engine) -> None:
@@ -175,7 +196,7 @@ def check_schema(engine: Engine) -> None:
         return
     known = current is not None and any(r.revision == current for r in script.walk_revisions())
     if known:
-        raise StoreError(f"the store {shown_url(url)} has an older schema ({current}; this "
+        raise OlderSchema(f"the store {shown_url(url)} has an older schema ({current}; this "
                          f"mmdedup reads {head}): a command that writes (ingest, retrain) "
                          "upgrades it, or run `alembic upgrade head`")
     raise StoreError(f"the store {shown_url(url)} has schema {current}, which this mmdedup "
