@@ -115,9 +115,10 @@ def test_two_ingests_at_once_find_every_pair_a_sequential_run_finds(new_store, t
         take_write_lock(session)
         procs = [mmdedup(home2, url2, "ingest", str(m), env=env) for m in (m2, m1)]
         time.sleep(3)
-    for p in procs:
-        finish(p)
+    outputs = [finish(p) for p in procs]
     assert pairs_by_ids(home2, url2) == expected
+    # a wait is said once a run, not once a chunk
+    assert all(o.count("waiting for another process writing to this store") <= 1 for o in outputs)
     # and they ran side by side, each chunk after the other's
     with engine.connect() as conn:
         runs = conn.execute(select(IngestRun.started_at, IngestRun.finished_at)).all()

@@ -102,9 +102,16 @@ def run_ingest(
         above_bar.enter_context(_log_above_bar())
     try:
         pixels = _PixelsWanted(signals)
+        told: set[str] = set()  # a wait for another writer is said once a run
+
+        def say_once(message: str) -> None:
+            if message not in told:
+                told.add(message)
+                bar.write(message, file=sys.stderr)
+
         for chunk, extracted in _extracted_chunks(entries, root, settings, workers, pixels):
             with factory.begin() as session:
-                take_write_lock(session, on_wait=lambda message: bar.write(message, file=sys.stderr))
+                take_write_lock(session, on_wait=say_once)
                 if follow is not None:
                     follow()
                 _write_chunk(session, run_pk, chunk, extracted, settings, report, signals, scorer,
