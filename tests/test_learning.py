@@ -115,6 +115,19 @@ def test_retrain_sends_unseen_decisive_pairs_below_medium_and_is_idempotent(labe
     assert "nothing changed" in again.summary()
 
 
+def test_the_summary_agrees_with_itself(labelled) -> None:
+    """Its label counts are the decisions in force, every pair whose tier moved was
+    re-scored, and a rollback does not claim there are no labels."""
+    p, train, _ = labelled
+    report = p.retrain()
+    moved = sum(n for (a, b), n in report.tier_changes.items() if a != b)
+    assert moved and report.rescored_pairs >= moved
+    assert f"labels in force: distinct {len(train)}" in report.summary()
+    assert f"pairs re-scored: {report.rescored_pairs}" in report.summary()
+    back = p.retrain(rollback=True)
+    assert "labels in force" not in back.summary() and back.rescored_pairs >= moved
+
+
 def test_query_applies_decisive_words_too(labelled) -> None:
     p, train, unseen = labelled
     text = UNSEEN[0].format(d="不予批准")

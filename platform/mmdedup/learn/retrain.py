@@ -52,7 +52,7 @@ class TextModels(Protocol):
 
     def reload(self) -> bool: ...  # re-read active models; True if the signer changed
 
-    def resign_all(self) -> None: ...
+    def resign_all(self) -> int: ...  # how many pairs were scored again
 
 
 @dataclass
@@ -173,7 +173,7 @@ class Job:
         # scored by models no longer in force.
         self.on_models_changed()
         self._apply(report)
-        report.resumed_pairs = self._rescore_stale()
+        report.resumed_pairs, report.rescored_pairs = report.rescored_pairs + self._rescore_stale(), 0
         with self.sessions() as session:
             before = {k: active_version(session, k) for k in ("tfidf", WORDS_KIND, FUSION_KIND)}
             old_words = load_word_weights(session)
@@ -201,7 +201,7 @@ class Job:
                 _record_run(session, before, after)
         self.on_models_changed()
         report.versions = {k: (before[k] or "default", after[k] or "default") for k in before}
-        report.rescored_pairs = self._rescore_stale()
+        report.rescored_pairs += self._rescore_stale()
         report.tier_changes = _tier_changes(tiers_before, self._tiers())
         return report
 
@@ -222,13 +222,13 @@ class Job:
         tiers_before = self._tiers()
         self.on_models_changed()
         self._apply(report)
-        report.rescored_pairs = self._rescore_stale()
+        report.rescored_pairs += self._rescore_stale()
         report.tier_changes = _tier_changes(tiers_before, self._tiers())
         return report
 
     def _apply(self, report: RetrainReport) -> None:
         if self.text.reload():
-            self.text.resign_all()
+            report.rescored_pairs += self.text.resign_all()
             report.resigned = True
 
     def _labels_in_force(self) -> Counter[str]:

@@ -337,21 +337,27 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             n_docs += int(np.count_nonzero(tokens.lengths))
         return counts[0], counts[1], n_docs
 
-    def resign_all(self) -> None:
+    def resign_all(self) -> int:
         """Re-sign every stored text under the active signer, then re-score its new
         candidates together with the pairs it already had (scores move with the weights;
-        a pair that no longer reaches `pair_floor` is removed)."""
+        a pair that no longer reaches `pair_floor` is removed). Returns how many pairs were
+        scored: those it had and those found again."""
         self._index = self.new_index()
         self._index_version = self.signer.version
         self._seq = 0  # (the first batch adds what others signed under this version)
+        rescored = 0
         for pks, tokens, texts in self._scan_tokens():
             with self.sessions.begin() as session:
                 take_write_lock(session)
                 found = self._sign(session, pks, tokens, texts)
                 if self.rescore is not None:
                     both = np.concatenate([found, pairs_touching(session, pks.tolist())])
-                    self.rescore(session, candidate_pairs(both[:, 0], both[:, 1]))
+                    pairs = candidate_pairs(both[:, 0], both[:, 1])
+                    self.rescore(session, pairs)
+                    # Each pair once, in the batch of its later item (where it is found).
+                    rescored += int(np.isin(pairs[:, 1], pks).sum())
         self.finish()
+        return rescored
 
     def _scan_tokens(self, *, texts: bool = True) -> Iterator[tuple[np.ndarray, TokenBatch, list[str | None]]]:
         """(pks, token sequences, texts) of every item with text, in pk order, a chunk at
