@@ -337,6 +337,23 @@ def test_version_and_help(capsys) -> None:
     assert not missing, missing
 
 
+def test_help_and_usage_errors_load_no_platform() -> None:
+    """`--help`, `--version` and a mistyped command answer before the store, the signals
+    and their libraries are imported (they took a second to load before any of them)."""
+    heavy = ["sqlalchemy", "numpy", "scipy", "torch", "alembic", "mmdedup.api", "PIL"]
+    probe = ("import sys\nfrom mmdedup.cli import main\n"
+             "for argv in (['--help'], ['--version'], ['pairs', '--help'], ['no-such-command']):\n"
+             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+             f"print([m for m in {heavy!r} if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    # and the Python API still finds what it exports
+    done = subprocess.run([sys.executable, "-c", "import mmdedup; print(mmdedup.Platform.open.__name__)"],
+                          capture_output=True, text=True)
+    assert done.stdout.strip() == "open", done.stderr
+
+
 def test_store_options_after_the_command(capsys, home: Path, db_url: str, tmp_path: Path) -> None:
     manifest = write_manifest(tmp_path / "c", [{"id": "a", "text": "x y"}, {"id": "b", "text": "x y"}])
     rc, _, err = run_main(capsys, "ingest", str(manifest), "--home", str(home), "--db", db_url,

@@ -28,7 +28,8 @@ from .input.sources import (
 )
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .pipeline.ingest import IngestReport, run_ingest
-from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_pair_report, write_report
+from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
+from .report.write import write_pair_report, write_report
 from .results import Cluster, Match, Pair, UnknownItem
 from .review import labels, queue
 from .review.labels import DECISIONS, ImportReport, default_reviewer  # noqa: F401  (DECISIONS re-exported)

@@ -20,11 +20,9 @@ from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import NoReturn, Sequence
 
-from ..api import Platform, StoreError, UnknownItem, store_problem
 from ..config import TIERS
 from ..report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 from ..terminal import printable
-from .commands import COMMANDS
 
 DESCRIPTION = ("Find near-duplicate texts, web pages, pictures and videos; review the\n"
                "doubtful pairs in the terminal and learn from the decisions.")
@@ -206,7 +204,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The command, with what goes wrong around it said in one line and status 2."""
+    """The command, with what goes wrong around it said in one line and status 2. The
+    platform is imported here, not with the parser: `--help` and a usage error answer at
+    once, without loading the store, the signals and their libraries."""
+    from ..api import Platform, StoreError, UnknownItem, store_problem
+    from .commands import COMMANDS
+
     platform = None
     try:
         with Platform.open(args.home, args.db, read_only=args.command in READ_ONLY) as platform:

@@ -15,8 +15,13 @@ Results are plain dicts; `write_report` returns the summary it rendered. gather.
 what the page shows from the store, thumbs.py makes the thumbnails, html.py renders,
 write.py puts them together into the file. `write_pair_report` renders one pair on a page
 of its own (the review screen's o key).
+
+The package itself holds only the report's default size, which the command's help shows
+without loading what renders it.
 """
 
-from .write import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS, write_pair_report, write_report
+# How many pairs of the review queue and how many clusters a report shows by default.
+DEFAULT_MAX_PAIRS = 200
+DEFAULT_MAX_CLUSTERS = 100
 
-__all__ = ["write_report", "write_pair_report", "DEFAULT_MAX_PAIRS", "DEFAULT_MAX_CLUSTERS"]
+__all__ = ["DEFAULT_MAX_PAIRS", "DEFAULT_MAX_CLUSTERS"]

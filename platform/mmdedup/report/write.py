@@ -8,12 +8,10 @@ from typing import Any
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
+from . import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 from .gather import gather, gather_pair
 from .html import render, render_pair
 from .thumbs import Thumbnails
-
-DEFAULT_MAX_PAIRS = 200
-DEFAULT_MAX_CLUSTERS = 100
 
 
 def write_report(out: Path, sessions: sessionmaker[Session], settings: Settings,
@@ -51,4 +49,4 @@ def _write(out: Path, page: str) -> None:
     tmp.replace(out)
 
 
-__all__ = ["write_report", "write_pair_report", "DEFAULT_MAX_PAIRS", "DEFAULT_MAX_CLUSTERS"]
+__all__ = ["write_report", "write_pair_report"]
