@@ -45,6 +45,29 @@ def test_reingest_same_content_does_nothing(platform: Platform, tmp_path: Path) 
     assert platform.stats()["items"] == 2
 
 
+def test_a_rerun_decodes_and_tokenises_only_what_changed(platform: Platform, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unchanged items are read and fingerprinted, then left: their pictures are not
+    decoded nor their texts tokenised again (a rerun of a batch costs little more than
+    reading it)."""
+    import mmdedup.pipeline.ingest as ingest
+
+    Image.new("RGB", (64, 48), "red").save(tmp_path / "red.png")
+    records = [{"id": "a", "text": "one text"}, {"id": "b", "images": ["red.png"]},
+               {"id": "c", "title": "a title", "text": "three"}]
+    manifest = write_manifest(tmp_path, records)
+    platform.ingest(manifest)
+    finished: list[str] = []
+    real = ingest.finish_item
+    monkeypatch.setattr(ingest, "finish_item",
+                        lambda read, *a, **k: finished.append(read.item.id) or real(read, *a, **k))
+    again = platform.ingest(manifest)
+    assert (again.new, again.updated, again.unchanged) == (0, 0, 3) and finished == []
+    records[2]["title"] = "another title"  # meta and titles count as content too
+    again = platform.ingest(write_manifest(tmp_path, records))
+    assert (again.updated, again.unchanged) == (1, 2) and finished == ["c"]
+
+
 def test_changed_content_updates_item_and_its_pairs(platform: Platform, tmp_path: Path) -> None:
     first = write_manifest(tmp_path / "c", [{"id": "a", "text": "same words"},
                                             {"id": "b", "text": "Same  words"}])

@@ -125,6 +125,15 @@ def check_item(item: Item, max_meta_depth: int) -> None:
     _check_meta(item.meta, max_meta_depth)
 
 
+def storable_id(item_id: object) -> bool:
+    """Whether the store can be asked about this id (what `check_item` lets through)."""
+    try:
+        _check_string("id", item_id)  # type: ignore[arg-type]
+    except (InputError, AttributeError, TypeError):
+        return False
+    return isinstance(item_id, str) and 0 < len(item_id) <= MAX_ID_CHARS
+
+
 def _check_string(name: str, value: str) -> None:
     if (nul := value.find("\x00")) >= 0:
         raise InputError("nul_character", f"{name} holds a NUL character (U+0000) at "
@@ -294,12 +303,26 @@ def input_bytes(item: Item, root: Path | None) -> int:
     return size
 
 
+@dataclass
+class ReadItem:
+    """An item whose files are read and checked, with its fingerprint: enough to tell
+    whether the store holds it unchanged, before anything is decoded or tokenised."""
+
+    item: Item
+    assets: list[LoadedAsset]
+    fingerprint: str
+
+
 def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels: bool = False) -> LoadedItem:
     """Read and check every file the item names, decode its media once, and compute its
-    exact-duplicate keys. `keep_pixels`: keep the decoded pictures and the video's
-    keyframe images for the signals that read pixels. The files' bytes are let go once
-    hashed and decoded: nothing after loading reads them, and a chunk of loaded items is
-    held until it commits."""
+    exact-duplicate keys (`read_item`, then `finish_item`)."""
+    return finish_item(read_item(item, root, settings), settings, keep_pixels=keep_pixels)
+
+
+def read_item(item: Item, root: Path | None, settings: Settings) -> ReadItem:
+    """Check the item and read its files; its fingerprint covers everything the user gave
+    (title, text, meta, each file's path and bytes), so a changed title or meta updates
+    the stored item too."""
     check_item(item, settings.max_meta_depth)
     if item.text is not None and len(item.text) > settings.max_text_chars:
         raise InputError("too_large", f"text is {len(item.text)} characters, over the limit "
@@ -315,6 +338,17 @@ def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels:
         media_type = MEDIA_TYPES.get(ext, "application/octet-stream")
         assets.append(LoadedAsset(role, position, rel, path, hashlib.sha256(data).hexdigest(),
                                   len(data), media_type, data))
+    fingerprint = _sha256(_fingerprint_json(
+        [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]]))
+    return ReadItem(item, assets, fingerprint)
+
+
+def finish_item(read: ReadItem, settings: Settings, *, keep_pixels: bool = False) -> LoadedItem:
+    """Decode a read item's media once and compute its exact-duplicate keys.
+    `keep_pixels`: keep the decoded pictures and the video's keyframe images for the
+    signals that read pixels. The files' bytes are let go once decoded: nothing after
+    loading reads them, and a chunk of loaded items is held until it commits."""
+    item, assets = read.item, read.assets
     try:
         images, decoded, video = _decode_media(assets, settings, keep_pixels)
     except _Unreadable as bad:
@@ -336,12 +370,9 @@ def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels:
         raise InputError("empty_content", "the item has no text, html, images or video")
     parts = [f"text:{body_hash or ''}"] + sorted(f"{a.role}:{a.sha256}" for a in assets)
     content_key = _sha256("\n".join(parts))
-    # Everything the user gave, so a changed title or meta updates the stored item too.
-    fingerprint = _sha256(_fingerprint_json(
-        [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]]))
     for asset in assets:
         asset.data = b""
-    return LoadedItem(item, assets, body_hash, content_key, fingerprint, page, images=images,
+    return LoadedItem(item, assets, body_hash, content_key, read.fingerprint, page, images=images,
                       video=video, pictures=decoded)
 
 

@@ -20,7 +20,7 @@ from contextlib import ExitStack
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
@@ -29,7 +29,8 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 from ..config import Settings
 from ..extract.text_sketches import tokenize_texts
-from ..input.items import Entry, InputError, LoadedItem, input_bytes, load_item
+from ..input.items import (Entry, InputError, LoadedItem, finish_item, input_bytes, read_item,
+                           storable_id)
 from ..score.pairs import candidate_pairs
 from ..signals.base import Signal
 from ..store import items as stored_items
@@ -109,7 +110,12 @@ def run_ingest(
                 told.add(message)
                 bar.write(message, file=sys.stderr)
 
-        for chunk, extracted in _extracted_chunks(entries, root, settings, workers, pixels):
+        def stored(chunk: list[Entry]) -> dict[str, str]:
+            ids = [e.item.id for e in chunk if e.item is not None and storable_id(e.item.id)]
+            with factory() as session:
+                return {id_: fp for id_, (_, fp) in stored_items.fingerprints(session, ids).items()}
+
+        for chunk, extracted in _extracted_chunks(entries, root, settings, workers, pixels, stored):
             with factory.begin() as session:
                 take_write_lock(session, on_wait=say_once)
                 if follow is not None:
@@ -152,15 +158,26 @@ def _chunks(entries: Iterable[Entry], root: Path | None, settings: Settings) -> 
         yield chunk
 
 
-# What extraction made of each entry of a chunk, in order: the loaded item or its error.
-Extracted = list["LoadedItem | InputError"]
+@dataclass(frozen=True)
+class Unchanged:
+    """An entry the store already holds with the same fingerprint: nothing to decode,
+    tokenise or write."""
+
+    item_id: str
+
+
+# What extraction made of each entry of a chunk, in order: the loaded item, its error, or
+# that the store holds it unchanged.
+Extracted = list["LoadedItem | InputError | Unchanged"]
 
 
 def extract_entries(entries: list[Entry], root: Path | None, settings: Settings,
-                    keep_pixels: bool = False) -> Extracted:
+                    keep_pixels: bool = False, stored: Mapping[str, str] | None = None) -> Extracted:
     """Load every entry (in a worker process or in this one) and tokenise the texts whose
     signal text is known before the store is consulted (not pages: their main text loses
-    the lines repeated across their site, which only the store knows)."""
+    the lines repeated across their site, which only the store knows). `stored`: the
+    stored fingerprints of the entries' ids; an entry whose files and fields give the
+    same one is only read and hashed (a rerun of a batch costs little more than reading it)."""
     out: Extracted = []
     for entry in entries:
         if entry.error is not None:
@@ -168,7 +185,11 @@ def extract_entries(entries: list[Entry], root: Path | None, settings: Settings,
             continue
         assert entry.item is not None
         try:
-            out.append(load_item(entry.item, root, settings, keep_pixels=keep_pixels))
+            read = read_item(entry.item, root, settings)
+            if stored and stored.get(entry.item.id) == read.fingerprint:
+                out.append(Unchanged(entry.item.id))
+                continue
+            out.append(finish_item(read, settings, keep_pixels=keep_pixels))
         except InputError as exc:
             out.append(exc)
     plain = [x for x in out if isinstance(x, LoadedItem) and x.page is None and x.signal_text.strip()]
@@ -206,12 +227,12 @@ class _PixelsWanted:
 
 def _extracted_chunks(
     entries: Iterable[Entry], root: Path | None, settings: Settings, workers: int,
-    pixels: Callable[[list[Entry]], bool],
+    pixels: Callable[[list[Entry]], bool], stored: Callable[[list[Entry]], dict[str, str]],
 ) -> Iterator[tuple[list[Entry], Extracted]]:
     chunks = _chunks(entries, root, settings)
     if workers <= 1:
         for chunk in chunks:
-            yield chunk, extract_entries(chunk, root, settings, pixels(chunk))
+            yield chunk, extract_entries(chunk, root, settings, pixels(chunk), stored(chunk))
         return
     # Spawned, not forked: the parent may hold threads (torch, FAISS) and open database
     # connections that a fork would copy in an undefined state. Whole chunks go to the
@@ -222,7 +243,8 @@ def _extracted_chunks(
     with ProcessPoolExecutor(extractors, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending: deque[tuple[list[Entry], Future[Extracted]]] = deque()
         for chunk in chunks:
-            pending.append((chunk, pool.submit(extract_entries, chunk, root, settings, pixels(chunk))))
+            pending.append((chunk, pool.submit(extract_entries, chunk, root, settings, pixels(chunk),
+                                               stored(chunk))))
             if len(pending) > extractors:
                 done, future = pending.popleft()
                 yield done, future.result()
@@ -244,6 +266,7 @@ def _write_chunk(
 ) -> None:
     loaded = [x for x in extracted if isinstance(x, LoadedItem)]
     failed = [(e, x) for e, x in zip(chunk, extracted) if isinstance(x, InputError)]
+    report.unchanged += sum(isinstance(x, Unchanged) for x in extracted)
 
     now = utcnow()
     if reached := open_failures.intersection(e.key for e in chunk):
