@@ -54,9 +54,6 @@ from dataclasses import dataclass, field
 from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
-from scipy.optimize import minimize
-from scipy.special import expit
-from scipy.stats import rankdata
 
 from ..config import Settings
 from ..score.fusion import Fusion, fuse
@@ -195,6 +192,11 @@ def _clean(examples: Sequence[Example]) -> tuple[list[dict[str, float]], np.ndar
 
 def _fit_weights(signals: list[dict[str, float]], y: np.ndarray, defaults: dict[str, float],
                  content_signals: Collection[str], prior_strength: float) -> tuple[dict[str, float], dict[str, Any]]:
+    # scipy loads here, where a fit runs, not with the module: every command reads the
+    # fitted model (FusionModel), few fit one, and scipy.optimize takes 0.1 s to import.
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
     keys = sorted(k for k, w in defaults.items()
                   if w > 0 and any(k in s for s in signals))
     weights = dict(defaults)
@@ -333,5 +335,7 @@ def _auc(scores: np.ndarray, y: np.ndarray) -> float | None:
     n_pos, n_neg = int(y.sum()), int(len(y) - y.sum())
     if not n_pos or not n_neg:
         return None
+    from scipy.stats import rankdata  # (imported where used: see _fit_weights)
+
     u = rankdata(scores)[y].sum() - n_pos * (n_pos + 1) / 2
     return round(float(u / (n_pos * n_neg)), 4)
