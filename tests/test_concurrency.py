@@ -129,6 +129,29 @@ def test_two_ingests_at_once_find_every_pair_a_sequential_run_finds(new_store, t
     assert pairs_by_ids(home2, url2) == expected
 
 
+def test_two_stores_in_one_database_never_wait_for_each_other(new_store) -> None:
+    """Locks belong to a store (a schema of its own on PostgreSQL), not to the server."""
+    (home_a, url_a), (home_b, url_b) = new_store("a"), new_store("b")
+    Platform.open(home_a, url_a).close()
+    Platform.open(home_b, url_b).close()
+    engine_a, engine_b = create_engine(url_a), create_engine(url_b)
+    try:
+        with job_lock(engine_a, "retrain"):
+            with job_lock(engine_b, "retrain"):  # LockBusy if it were the same lock
+                pass
+            with pytest.raises(LockBusy):
+                with job_lock(create_engine(url_a), "retrain"):
+                    pass
+        with sessionmaker(engine_a).begin() as a, sessionmaker(engine_b).begin() as b:
+            take_write_lock(a)
+            waited: list[str] = []
+            take_write_lock(b, on_wait=waited.append)
+            assert waited == []
+    finally:
+        engine_a.dispose()
+        engine_b.dispose()
+
+
 def test_ingests_crossing_a_tfidf_refresh_together_leave_no_stale_signature(
         new_store, tmp_path: Path) -> None:
     """Both cross the refresh point: one refreshes and re-signs, the other follows its

@@ -37,9 +37,10 @@ from sqlalchemy.orm import Session
 from .schema import StoreState
 
 WRITE_COUNTER = "writes"
-# Advisory lock keys are 64-bit integers; these are derived from names so that they do
-# not collide with another application's locks on a shared database by accident.
-_WRITE_KEY = zlib.crc32(b"mmdedup:write") | (1 << 32)
+# Advisory lock keys are 64-bit integers, and a database's: they are derived from the
+# lock's name and the store's schema, so that two stores in one database (two schemas)
+# never wait for each other, nor for another application's locks.
+_WRITE = "write"
 # How long a writer waits on SQLite before saying that it waits (then it waits on).
 _QUIET_WAIT_MS = 500
 
@@ -60,9 +61,10 @@ def take_write_lock(session: Session, on_wait: Callable[[str], None] | None = No
         return session.info["write_seq"]
     conn = session.connection()
     if conn.dialect.name == "postgresql":
-        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": _WRITE_KEY}).scalar():
+        key = _advisory_key(conn, _WRITE)
+        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": key}).scalar():
             _say(on_wait)
-            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _WRITE_KEY})
+            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
     else:
         _begin_immediate(conn, on_wait)
     seq = conn.execute(update(StoreState).where(StoreState.name == WRITE_COUNTER)
@@ -78,6 +80,14 @@ def last_write(session: Session) -> int:
     """The number of the last committed write (0 on a store nobody wrote to since the
     counter existed)."""
     return int(session.scalar(select(StoreState.value).where(StoreState.name == WRITE_COUNTER)) or 0)
+
+
+def _advisory_key(conn, name: str) -> int:  # noqa: ANN001
+    """The key of lock `name` of the store this connection's schema holds (a signed
+    64-bit integer: the schema's checksum above the name's)."""
+    schema = conn.execute(text("SELECT current_schema()")).scalar() or ""
+    key = (zlib.crc32(schema.encode()) << 32) | zlib.crc32(f"mmdedup:{name}".encode())
+    return key - (1 << 64) if key >= 1 << 63 else key
 
 
 def _say(on_wait: Callable[[str], None] | None) -> None:
@@ -123,11 +133,11 @@ def job_lock(engine: Engine, name: str, wait_seconds: float = 0.0, poll: float =
 
 @contextmanager
 def _advisory_lock(engine: Engine, name: str, wait_seconds: float, poll: float) -> Iterator[None]:
-    key = zlib.crc32(f"mmdedup:job:{name}".encode())
     prefix = f"mmdedup {name} "
     tag = f"{prefix}{holder_name()}"[:63]
     deadline = time.monotonic() + wait_seconds
     with engine.connect() as conn:
+        key = _advisory_key(conn, f"job:{name}")
         conn.execute(text("SELECT set_config('application_name', :tag, false)"), {"tag": tag})
         conn.commit()
         while not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar():
@@ -136,7 +146,10 @@ def _advisory_lock(engine: Engine, name: str, wait_seconds: float, poll: float) 
                 who = conn.execute(text(
                     "SELECT a.application_name, a.backend_start FROM pg_locks l "
                     "JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' "
-                    "AND l.granted AND l.objid = :lo"), {"lo": key & 0xFFFFFFFF}).first()
+                    "AND l.granted AND l.classid::bigint = :hi AND l.objid::bigint = :lo "
+                    "AND l.database = (SELECT oid FROM pg_database WHERE datname = "
+                    "current_database())"),
+                    {"hi": (key >> 32) & 0xFFFFFFFF, "lo": key & 0xFFFFFFFF}).first()
                 raise LockBusy(_busy(name, f"{who[0].removeprefix(prefix)} since {who[1]:%Y-%m-%d %H:%M:%S}"
                                      if who else None))
             time.sleep(poll)
