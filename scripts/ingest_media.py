@@ -42,10 +42,12 @@ import lxml.html
 from sqlalchemy import select
 
 from mmdedup import Platform
+from mmdedup.api import StoreError, store_problem
 from mmdedup.config import TIERS
 from mmdedup.input.items import HTML_EXTENSIONS, IMAGE_EXTENSIONS, VIDEO_EXTENSIONS
 from mmdedup.store.queries import tier_counts
 from mmdedup.store.schema import Item
+from mmdedup.terminal import printable
 
 STAGING = ".mmdedup-staging"
 
@@ -206,18 +208,30 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"ingest_media: no dump folder or export at {args.dump}", file=sys.stderr)
         return 2
-    with Platform.open(args.home, args.db) as platform:
-        before = pair_counts(platform)
-        items = scan.items
-        skipped = 0
-        if not args.rescan:
-            done = stored_ids(platform, [i["id"] for i in items])
-            items = [i for i in items if i["id"] not in done]
-            skipped = len(scan.items) - len(items)
-        report = platform.ingest(items, root=scan.root, workers=max(1, args.workers),
-                                 source_name=str(args.dump.resolve()),
-                                 progress=not args.no_progress and sys.stderr.isatty())
-        after = pair_counts(platform)
+    try:
+        platform = Platform.open(args.home, args.db)
+    except StoreError as exc:  # the store cannot be opened: one line saying what to do
+        print(f"ingest_media: {printable(exc)}", file=sys.stderr)
+        return 2
+    with platform:
+        try:
+            before = pair_counts(platform)
+            items = scan.items
+            skipped = 0
+            if not args.rescan:
+                done = stored_ids(platform, [i["id"] for i in items])
+                items = [i for i in items if i["id"] not in done]
+                skipped = len(scan.items) - len(items)
+            report = platform.ingest(items, root=scan.root, workers=max(1, args.workers),
+                                     source_name=str(args.dump.resolve()),
+                                     progress=not args.no_progress and sys.stderr.isatty())
+            after = pair_counts(platform)
+        except Exception as exc:
+            problem = store_problem(exc, platform.url)  # the database went away, the disk filled
+            if problem is None:
+                raise
+            print(f"ingest_media: {printable(problem)}", file=sys.stderr)
+            return 2
     print(f"pages found: {len(scan.items)}; already stored, skipped: {skipped}")
     print(report.summary())
     if scan.bad_lines:

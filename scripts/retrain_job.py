@@ -22,7 +22,7 @@ import time
 from datetime import datetime, timezone
 
 from mmdedup import Platform
-from mmdedup.api import LockBusy
+from mmdedup.api import LockBusy, StoreError, store_problem
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,14 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     record: dict = {"started": started.isoformat(timespec="seconds")}
     clock = time.perf_counter()
     status = 0
+    url = ""
     try:
         with Platform.open(args.home, args.db) as platform:
+            url = platform.url
             record |= {"status": "done", **platform.retrain(wait_seconds=args.wait).as_dict()}
     except LockBusy as exc:
         record |= {"status": "busy", "error": str(exc)}
         status = 3
     except Exception as exc:  # the scheduler's log must say why, whatever it was
-        record |= {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        # A store that cannot be opened or went away mid-run: what is wrong and what to do.
+        problem = exc if isinstance(exc, StoreError) else store_problem(exc, url) if url else None
+        record |= {"status": "failed", "error": str(problem) if problem else f"{type(exc).__name__}: {exc}"}
         status = 1
     record["seconds"] = round(time.perf_counter() - clock, 2)
     print(json.dumps(record, ensure_ascii=False), flush=True)

@@ -69,6 +69,19 @@ def test_folder_dump_pages_with_their_pictures(dump: Path, tmp_path: Path,
     assert "duplicate pairs by tier" in out
 
 
+def test_a_store_that_cannot_be_reached_is_one_line(dump: Path, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    import retrain_job
+
+    down = "postgresql+psycopg://postgres@127.0.0.1:1/mmdedup"  # a closed port
+    assert ingest_media.main([str(dump), "--home", str(tmp_path / "h"), "--db", down]) == 2
+    err = capsys.readouterr().err
+    assert "cannot reach" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert retrain_job.main(["--home", str(tmp_path / "h"), "--db", down]) == 1
+    record = json.loads(capsys.readouterr().out)
+    assert record["status"] == "failed" and "cannot reach" in record["error"]
+
+
 def test_rerun_skips_what_is_stored_and_picks_up_new_pages(
         dump: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], db_url: str) -> None:
     home = tmp_path / "home"
