@@ -47,6 +47,15 @@ def test_alembic_command_line(db_url: str) -> None:
         assert tables(db_url) == expected
 
 
+def test_the_schema_head_constant_is_alembics_head() -> None:
+    """Stores at SCHEMA_HEAD open without loading Alembic: it must name the newest migration."""
+    from alembic.script import ScriptDirectory
+
+    from mmdedup.store.db import SCHEMA_HEAD, alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == SCHEMA_HEAD
+
+
 def test_signatures_are_indexed_by_kind_and_version(db_url: str) -> None:
     """Loading one signature kind (index rebuilds, cache stamps) must not scan the table."""
     engine = make_engine(db_url)
