@@ -113,11 +113,8 @@ def check_item(item: Item, max_meta_depth: int) -> None:
     that is not plain JSON: NaN and Infinity, integers Python will not print, non-string
     keys, nesting past `max_meta_depth`. Checked before anything is written, so each is
     a failure row on SQLite and PostgreSQL alike, never an aborted chunk."""
-    if not isinstance(item.id, str) or not item.id.strip():
-        raise InputError("missing_id", "the item has no id (a non-empty string)")
-    if len(item.id) > MAX_ID_CHARS:
-        raise InputError("invalid_field", f"id is {len(item.id)} characters, over {MAX_ID_CHARS}")
-    fields = [("id", item.id), ("title", item.title), ("text", item.text), ("html", item.html),
+    _check_id(item.id)
+    fields = [("title", item.title), ("text", item.text), ("html", item.html),
               ("video", item.video)] + [(f"images[{i}]", p) for i, p in enumerate(item.images)]
     for name, value in fields:
         if isinstance(value, str):
@@ -128,10 +125,18 @@ def check_item(item: Item, max_meta_depth: int) -> None:
 def storable_id(item_id: object) -> bool:
     """Whether the store can be asked about this id (what `check_item` lets through)."""
     try:
-        _check_string("id", item_id)  # type: ignore[arg-type]
-    except (InputError, AttributeError, TypeError):
+        _check_id(item_id)
+    except InputError:
         return False
-    return isinstance(item_id, str) and 0 < len(item_id) <= MAX_ID_CHARS
+    return True
+
+
+def _check_id(item_id: object) -> None:
+    if not isinstance(item_id, str) or not item_id.strip():
+        raise InputError("missing_id", "the item has no id (a non-empty string)")
+    if len(item_id) > MAX_ID_CHARS:
+        raise InputError("invalid_field", f"id is {len(item_id)} characters, over {MAX_ID_CHARS}")
+    _check_string("id", item_id)
 
 
 def _check_string(name: str, value: str) -> None:
