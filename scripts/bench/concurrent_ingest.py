@@ -20,16 +20,17 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 from sqlalchemy import create_engine, make_url, text
 
 from mmdedup import Platform
+
+sys.path.insert(0, str(Path(__file__).parent))
+from timing import child_seconds  # noqa: E402
 
 
 def corpus(n: int, seed: int = 11) -> tuple[list[dict], list[dict]]:
@@ -70,19 +71,7 @@ def run(home: Path, url: str, manifests: list[Path], together: bool, chunk: int)
     Platform.open(home, url).close()  # migrated before the clock starts
     env = {**os.environ, "MMDEDUP_TFIDF_MIN_DOCS": "100000000", "MMDEDUP_INGEST_CHUNK": str(chunk)}
     cmd = [sys.executable, "-m", "mmdedup", "--home", str(home), "--db", url, "ingest", "--no-progress"]
-    cpu0 = os.times()
-    start = time.perf_counter()
-    if together:
-        procs = [subprocess.Popen([*cmd, str(m)], env=env, stdout=subprocess.DEVNULL) for m in manifests]
-        codes = [p.wait() for p in procs]
-    else:
-        codes = [subprocess.run([*cmd, str(m)], env=env, stdout=subprocess.DEVNULL).returncode
-                 for m in manifests]
-    wall = time.perf_counter() - start
-    cpu1 = os.times()
-    if any(codes):
-        raise SystemExit(f"an ingest failed: exit statuses {codes}")
-    return wall, (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system)
+    return child_seconds(*([*cmd, str(m)] for m in manifests), env=env, together=together)
 
 
 def pairs(home: Path, url: str) -> dict[tuple[str, str], tuple]:

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from text_ingest_speed import make_texts  # noqa: E402
+from timing import child_seconds  # noqa: E402
 
 
 def write(path: Path, texts: list[str], prefix: str) -> Path:
@@ -30,13 +28,8 @@ def write(path: Path, texts: list[str], prefix: str) -> Path:
 
 
 def ingest(home: Path, manifest: Path) -> tuple[float, float]:
-    before = os.times()
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mmdedup", "--home", str(home), "ingest", "--no-progress",
-                    str(manifest)], check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    after = os.times()
-    return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return child_seconds([sys.executable, "-m", "mmdedup", "--home", str(home), "ingest",
+                          "--no-progress", str(manifest)])
 
 
 def main() -> None:

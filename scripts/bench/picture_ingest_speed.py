@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).parent))
+from timing import child_seconds  # noqa: E402
 
 BASELINE = """
 import sys
@@ -45,15 +46,6 @@ def make_photos(folder: Path, n: int, seed: int = 0) -> None:
         crop.resize((1200, 900)).save(folder / f"p{i:05d}.jpg", quality=int(rng.integers(70, 95)))
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
-    before = os.times()
-    start = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    after = os.times()
-    return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=500)
@@ -63,9 +55,9 @@ def main() -> None:
         photos = Path(tmp) / "photos"
         photos.mkdir()
         make_photos(photos, args.n)
-        base = timed([sys.executable, "-c", BASELINE, str(photos)], env)
-        ours = timed([sys.executable, "-m", "mmdedup", "--home", str(Path(tmp) / "home"), "ingest",
-                      "--no-progress", str(photos)], env)
+        base = child_seconds([sys.executable, "-c", BASELINE, str(photos)], env=env)
+        ours = child_seconds([sys.executable, "-m", "mmdedup", "--home", str(Path(tmp) / "home"),
+                              "ingest", "--no-progress", str(photos)], env=env)
     print(f"| what ({args.n} JPEG photos, 1200x900) | wall s | CPU s | pictures/s (CPU) | ratio |")
     print("|---|---|---|---|---|")
     for name, (wall, cpu) in (("imagehash.phash loop", base), ("mmdedup ingest, CLIP off", ours)):
