@@ -101,8 +101,8 @@ def _digest(db: Path, pairs: list[dict], clusters: list[dict]) -> dict[str, str]
     sig = hashlib.sha256()
     kinds: dict[str, int] = {}
     for item_id, kind, version, value in con.execute(
-            "SELECT items.id, kind, version, value FROM signatures JOIN items ON items.pk = item_pk "
-            "ORDER BY items.id, kind"):
+            "SELECT items.id, s.kind, v.version, s.value FROM signatures s JOIN items ON items.pk = s.item_pk "
+            "JOIN signature_versions v ON v.id = s.version_id ORDER BY items.id, s.kind"):
         kinds[kind] = kinds.get(kind, 0) + 1
         sig.update(f"{item_id}\0{kind}\0{version}\0".encode() + bytes(value))
     texts = hashlib.sha256(json.dumps(con.execute(

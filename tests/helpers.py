@@ -129,3 +129,14 @@ def write_registry(folder: Path, body: str, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("MMDEDUP_MODEL_REGISTRY", str(path))
     monkeypatch.setenv("MMDEDUP_MODEL_CACHE", str(folder / "cache"))
     return path
+
+
+def sign_as(session, kind: str, version: str) -> None:  # noqa: ANN001
+    """Mark every stored signature of `kind` as made by `version` (an earlier release)."""
+    from sqlalchemy import update
+
+    from mmdedup.store.schema import Signature
+    from mmdedup.store.signatures import version_id
+
+    vid = version_id(session, kind, version, create=True)
+    session.execute(update(Signature).where(Signature.kind == kind).values(version_id=vid))

@@ -15,11 +15,12 @@ from typing import Any, Callable, Iterator
 
 import pytest
 from sqlalchemy import create_engine, make_url, select, text
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from mmdedup import Platform
 from mmdedup.store.locks import LockBusy, job_lock, take_write_lock
-from mmdedup.store.schema import IngestRun, ModelVersion, Signature
+from mmdedup.store.schema import IngestRun, ModelVersion
+from mmdedup.store.signatures import versions_stored
 
 from conftest import PG_URL, write_manifest
 
@@ -85,7 +86,7 @@ def state(home: Path, url: str) -> dict[str, Any]:
     with engine.connect() as conn:
         models = dict(conn.execute(select(ModelVersion.kind, ModelVersion.version)
                                    .where(ModelVersion.active.is_(True))).all())
-        versions = {tuple(r) for r in conn.execute(select(Signature.kind, Signature.version).distinct())}
+        versions = versions_stored(Session(conn))
     with job_lock(engine, "retrain"):  # free at once: LockBusy otherwise
         pass
     engine.dispose()

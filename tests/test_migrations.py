@@ -14,7 +14,7 @@ from mmdedup.store.db import downgrade, make_engine, migrate
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = {"items", "assets", "signatures", "pairs", "labels", "ingest_runs", "failures",
           "model_versions", "word_weights", "doc_freqs", "store_state", "web_sites", "web_blocks",
-          "review_claims"}
+          "review_claims", "signature_versions"}
 
 
 def tables(url: str) -> set[str]:
@@ -56,10 +56,49 @@ def test_the_schema_head_constant_is_alembics_head() -> None:
     assert ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head() == SCHEMA_HEAD
 
 
-def test_signatures_are_indexed_by_kind_and_version(db_url: str) -> None:
-    """Loading one signature kind (index rebuilds, cache stamps) must not scan the table."""
+def test_signatures_are_indexed_by_version_and_write(db_url: str) -> None:
+    """Loading one signature version (index rebuilds, cache stamps, catching up) must not
+    scan the table; a version is a small number, not its string in every row."""
     engine = make_engine(db_url)
     migrate(engine)
     indexes = {i["name"]: i["column_names"] for i in inspect(engine).get_indexes("signatures")}
+    columns = {c["name"] for c in inspect(engine).get_columns("signatures")}
     engine.dispose()
-    assert indexes.get("ix_signatures_kind_version") == ["kind", "version", "item_pk"]
+    assert indexes == {"ix_signatures_version_seq": ["version_id", "seq"]}
+    assert columns == {"item_pk", "kind", "version_id", "value", "seq"}
+
+
+def test_signatures_keep_their_versions_through_the_version_ids_migration(db_url: str) -> None:
+    """A store at 0008 holds version strings in its rows; after 0009 every signature is
+    read back under the same version, and an index can still catch up by write number."""
+    from sqlalchemy import text
+    from sqlalchemy.orm import Session
+
+    from mmdedup.store.signatures import load_signatures, signatures_since, versions_stored
+
+    engine = make_engine(db_url)
+    migrate(engine, "0008")
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO items (id, meta, content_key, fingerprint, status, created_at, "
+                          "updated_at) VALUES ('a', '{}', 'k1', 'f1', 'ok', '2026-01-01', '2026-01-01'), "
+                          "('b', '{}', 'k2', 'f2', 'ok', '2026-01-01', '2026-01-01')"))
+        pks = dict(conn.execute(text("SELECT id, pk FROM items")).all())
+        rows = [(pks["a"], "text", "v-long-" + "x" * 200, b"\x01", 1),
+                (pks["b"], "text", "v-other", b"\x02", 2),
+                (pks["a"], "tokens", "t1", b"\x03", 2)]
+        for pk, kind, version, value, seq in rows:
+            conn.execute(text("INSERT INTO signatures (item_pk, kind, version, value, created_at, seq) "
+                              "VALUES (:pk, :kind, :version, :value, '2026-01-01', :seq)"),
+                         {"pk": pk, "kind": kind, "version": version, "value": value, "seq": seq})
+    migrate(engine)
+    with Session(engine) as session:
+        assert load_signatures(session, "text", "v-long-" + "x" * 200) == {pks["a"]: b"\x01"}
+        assert load_signatures(session, "text", "v-other") == {pks["b"]: b"\x02"}
+        assert signatures_since(session, "tokens", "t1", 1) == {pks["a"]: b"\x03"}
+        assert versions_stored(session) == {("text", "v-long-" + "x" * 200), ("text", "v-other"),
+                                            ("tokens", "t1")}
+    downgrade(engine, "0008")
+    with engine.connect() as conn:
+        back = set(conn.execute(text("SELECT item_pk, kind, version, seq FROM signatures")).all())
+    engine.dispose()
+    assert back == {(pk, kind, version, seq) for pk, kind, version, _, seq in rows}

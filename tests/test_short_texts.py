@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from mmdedup import Platform
 from mmdedup.extract.minhash import jaccard
@@ -19,9 +19,11 @@ from mmdedup.extract.shingles import SHORT_CHARS, char_shingles, shingle_version
 from mmdedup.extract.term_weights import prior_model
 from mmdedup.extract.tokens import tokenize
 from mmdedup.input.items import probe_item
-from mmdedup.store.schema import Item, Signature
+from mmdedup.store.schema import Item, Signature, SignatureVersion
 from mmdedup.extract.text_sketches import SHINGLE_N, TextSigner, _shingles, tokenize_texts
 from mmdedup.signals.text import TOKENS_KIND
+
+from helpers import sign_as
 
 KIND = "text"
 
@@ -80,8 +82,8 @@ def platform_pk(platform: Platform, external: str) -> int:
 
 def stored(platform: Platform, kind: str = KIND) -> dict[int, bytes]:
     with platform.sessions() as session:
-        rows = session.execute(select(Signature.item_pk, Signature.version, Signature.value)
-                               .where(Signature.kind == kind)).all()
+        rows = session.execute(select(Signature.item_pk, SignatureVersion.version, Signature.value)
+                               .join(SignatureVersion).where(Signature.kind == kind)).all()
     return {pk: (version, bytes(value)) for pk, version, value in rows}
 
 
@@ -106,7 +108,7 @@ def test_ingest_resign_refresh_and_query_sign_alike(platform: Platform) -> None:
     assert stored(platform) == at_ingest
     # ... also where the stored tokens are stale and tokenised again on the way.
     with platform.sessions.begin() as session:
-        session.execute(update(Signature).where(Signature.kind == TOKENS_KIND).values(version="old"))
+        sign_as(session, TOKENS_KIND, "old")
     platform.signal("text").resign_all()
     assert stored(platform) == at_ingest
     # A TF-IDF refresh: a new version, signed as `sign` (a query) signs.

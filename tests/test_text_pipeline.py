@@ -8,13 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from mmdedup import Platform
-from mmdedup.store.schema import ModelVersion, Signature
+from mmdedup.store.schema import ModelVersion
+from mmdedup.store.signatures import versions_stored
 KIND = "text"  # the text signal's signatures
 
-from helpers import pair_map
+from helpers import pair_map, sign_as
 
 NEWS = [
     "The city council approved the new budget on Tuesday after a long debate.",
@@ -120,7 +121,7 @@ def test_tfidf_refresh_gives_template_words_no_weight(home: Path, db_url: str) -
         with platform.sessions() as session:
             active = session.scalar(select(ModelVersion).where(ModelVersion.kind == "tfidf",
                                                                ModelVersion.active.is_(True)))
-            versions = set(session.scalars(select(Signature.version).where(Signature.kind == KIND)))
+            versions = {v for _, v in versions_stored(session, KIND)}
         assert active is not None and active.params["n_docs"] >= 40
         assert versions == {platform.signal("text").signer.version}
         weights = platform.signal("text").signer.term_weights(
@@ -133,7 +134,7 @@ def test_tfidf_refresh_gives_template_words_no_weight(home: Path, db_url: str) -
 def test_signatures_of_another_version_are_never_compared(platform: Platform) -> None:
     platform.ingest([{"id": "orig", "text": "\n".join(NEWS)}])
     with platform.sessions.begin() as session:
-        session.execute(update(Signature).where(Signature.kind == KIND).values(version="other"))
+        sign_as(session, KIND, "other")
     platform.signal("text")._index = None  # a new process: the index is reopened from the store
     assert platform.query(" ".join(NEWS[1:])) == []
 
@@ -197,10 +198,10 @@ def test_texts_signed_by_an_earlier_version_are_signed_again_before_an_ingest(ho
     with Platform.open(home, db_url) as p:
         p.ingest([{"id": "old", "text": " ".join(NEWS)}])
         with p.sessions.begin() as session:
-            session.execute(update(Signature).where(Signature.kind == KIND).values(version="an-older-release"))
+            sign_as(session, KIND, "an-older-release")
     with Platform.open(home, db_url) as p:
         p.ingest([{"id": "new", "text": " ".join(NEWS[:4]) + " Published on 2 May."}])
         with p.sessions() as session:
-            versions = set(session.scalars(select(Signature.version).where(Signature.kind == KIND)))
+            versions = {v for _, v in versions_stored(session, KIND)}
         assert versions == {p.signal("text").signer.version}
         assert ("new", "old") in pair_map(p)

@@ -11,7 +11,7 @@ from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from .db import insert_rows, select_in
-from .schema import Asset, Failure, Item, Pair, Signature
+from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion
 
 ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint")
 
@@ -132,8 +132,9 @@ def scan_tokens(session: Session, kind: str, after: int, limit: int = 2000) -> l
     """(pk, tokens version, tokens) of the next `limit` items with text after pk `after`,
     in pk order; version and tokens None where none are stored."""
     return session.execute(
-        select(Item.pk, Signature.version, Signature.value)
+        select(Item.pk, SignatureVersion.version, Signature.value)
         .outerjoin(Signature, (Signature.item_pk == Item.pk) & (Signature.kind == kind))
+        .outerjoin(SignatureVersion, SignatureVersion.id == Signature.version_id)
         .where(Item.pk > after, Item.text_hash.is_not(None))
         .order_by(Item.pk).limit(limit)).all()
 

@@ -9,7 +9,8 @@ from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session
 
 from .pairs import Thresholds, in_tiers, pair_columns, tier_of, tiered
-from .schema import Asset, Failure, IngestRun, Item, Label, Pair, Signature
+from .schema import Asset, Failure, IngestRun, Item, Label, Pair
+from .signatures import signatures_by_kind
 
 
 def item_ids(session: Session) -> dict[int, str]:
@@ -131,7 +132,7 @@ def counts(session: Session, thresholds: Thresholds) -> dict[str, Any]:
         return {str(k): v for k, v in session.execute(query).all()}
 
     return {"items": count_items(session),
-            "assets": by(Asset.role), "signatures": by(Signature.kind),
+            "assets": by(Asset.role), "signatures": signatures_by_kind(session),
             "pairs": tier_counts(session, thresholds),
             "labels": by(Label.decision),
             "open_failures": by(Failure.reason, Failure.resolved_at.is_(None)),

@@ -95,20 +95,35 @@ class Asset(Base):
     duration: Mapped[float | None] = mapped_column(Float)
 
 
+class SignatureVersion(Base):
+    """What made a signature (extractor, parameters, models), named once per kind.
+
+    The version strings run to a few hundred characters (a TF-IDF model's, a tokenizer's);
+    kept in every signature row and in the indexes over them they were a tenth of a
+    store's bytes. A signature names its version by this small number instead."""
+
+    __tablename__ = "signature_versions"
+    __table_args__ = (UniqueConstraint("kind", "version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(64))
+    version: Mapped[str] = mapped_column(String(255))
+
+
 class Signature(Base):
     """A signature of one kind for one item, with the version of everything that made it."""
 
     __tablename__ = "signatures"
-    __table_args__ = (Index("ix_signatures_kind_version", "kind", "version", "item_pk"),
-                      Index("ix_signatures_kind_version_seq", "kind", "version", "seq"))
+    # Every read names one version (store/signatures.py): all of it, what was written
+    # since a write (an index catching up), or some items (by the primary key).
+    __table_args__ = (Index("ix_signatures_version_seq", "version_id", "seq"),)
 
     item_pk: Mapped[int] = mapped_column(
         ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True
     )
     kind: Mapped[str] = mapped_column(String(64), primary_key=True)
-    version: Mapped[str] = mapped_column(String(255))
+    version_id: Mapped[int] = mapped_column(ForeignKey("signature_versions.id"))
     value: Mapped[bytes] = mapped_column(LargeBinary)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     # The write (store/locks.py) that stored it: an index has seen every signature up to
     # the write it last caught up with, and reads only the newer ones.
     seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")

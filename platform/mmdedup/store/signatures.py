@@ -3,17 +3,63 @@
 Signatures of different versions are never compared: every read names the version. Every
 write happens under the store's write lock (store/locks.py) and carries its number (`seq`),
 so an index reads only what was written since it last caught up.
+
+A version is named by its row in `signature_versions` (schema.SignatureVersion); callers
+speak in version strings and this module keeps the numbers, remembered per engine once
+committed (they never change or go away).
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+import weakref
+from typing import Any, Iterable
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from .db import insert_rows, select_in
-from .schema import Signature, utcnow
+from .schema import Signature, SignatureVersion
+
+# {engine: {(kind, version): id}} of committed version rows.
+_KNOWN: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], int]] = weakref.WeakKeyDictionary()
+_NEW = "new_signature_versions"  # session.info: (transaction, rows it made, not yet committed)
+
+
+def version_id(session: Session, kind: str, version: str, *, create: bool = False) -> int | None:
+    """The number of a version of `kind`; None when no signature was ever stored under it
+    (unless `create`: then a new row, made under the caller's write lock)."""
+    key = (kind, version)
+    known = _KNOWN.setdefault(session.get_bind().engine, {})
+    if key in known:
+        return known[key]
+    transaction = session.get_transaction()
+    if _NEW not in session.info or session.info[_NEW][0] is not transaction:
+        session.info[_NEW] = (transaction, {})
+    made = session.info[_NEW][1]
+    if key in made:
+        return made[key]
+    found = session.scalar(select(SignatureVersion.id).where(
+        SignatureVersion.kind == kind, SignatureVersion.version == version))
+    if found is not None:
+        known[key] = found
+        return found
+    if not create:
+        return None
+    made[key] = session.execute(insert(SignatureVersion).values(kind=kind, version=version)
+                                .returning(SignatureVersion.id)).scalar_one()
+    return made[key]
+
+
+def _version_ids(session: Session, kind: str) -> dict[int, str]:
+    """{number: version} of every version of `kind` ever stored."""
+    return dict(session.execute(select(SignatureVersion.id, SignatureVersion.version)
+                                .where(SignatureVersion.kind == kind)).all())
+
+
+def version_names(session: Session) -> dict[int, tuple[str, str]]:
+    """{number: (kind, version)} of every version: what reports and scripts print."""
+    return {vid: (kind, version) for vid, kind, version in session.execute(
+        select(SignatureVersion.id, SignatureVersion.kind, SignatureVersion.version)).all()}
 
 
 def replace_signatures(session: Session, kind: str, version: str,
@@ -32,19 +78,25 @@ def replace_signatures(session: Session, kind: str, version: str,
         session.execute(delete(Signature).where(Signature.kind == kind,
                                                 Signature.item_pk.in_([pk for pk, _ in rows])))
     insert_rows(session, Signature, ("item_pk", "value"), rows,
-                {"kind": kind, "version": version, "created_at": utcnow(), "seq": seq})
+                {"kind": kind, "version_id": version_id(session, kind, version, create=True), "seq": seq})
 
 
 def signatures_since(session: Session, kind: str, version: str, seq: int) -> dict[int, bytes]:
     """{item pk: value} of the signatures of `kind` and `version` written after write `seq`."""
+    vid = version_id(session, kind, version)
+    if vid is None:
+        return {}
     return dict(session.execute(select(Signature.item_pk, Signature.value).where(
-        Signature.kind == kind, Signature.version == version, Signature.seq > seq)).all())
+        Signature.version_id == vid, Signature.seq > seq)).all())
 
 
 def count_signatures_through(session: Session, kind: str, version: str, seq: int) -> int:
     """How many signatures of `kind` and `version` written up to write `seq` remain."""
+    vid = version_id(session, kind, version)
+    if vid is None:
+        return 0
     return session.scalar(select(func.count()).select_from(Signature).where(
-        Signature.kind == kind, Signature.version == version, Signature.seq <= seq)) or 0
+        Signature.version_id == vid, Signature.seq <= seq)) or 0
 
 
 def load_signatures(session: Session, kind: str, version: str,
@@ -55,27 +107,54 @@ def load_signatures(session: Session, kind: str, version: str,
     Every candidate pair is scored with every signal, so this runs for thousands of pks
     per chunk and kind: a kind the store holds none of (pictures in a text corpus) is
     answered by one look, not a look per item."""
+    vid = version_id(session, kind, version)
+    if vid is None:
+        return {}
     if pks is None:
-        query = select(Signature.item_pk, Signature.value).where(
-            Signature.kind == kind, Signature.version == version)
+        query = select(Signature.item_pk, Signature.value).where(Signature.version_id == vid)
         return dict(session.execute(query).all())
     if not pks or (len(pks) > 16 and not session.scalar(select(Signature.item_pk).where(
-            Signature.kind == kind, Signature.version == version).limit(1))):
+            Signature.version_id == vid).limit(1))):
         return {}
+    # (`+version_id`: a plain expression, so that SQLite's planner seeks the items by the
+    # primary key instead of reading every signature of the version through its index.)
     return dict(select_in(session, "SELECT item_pk, value FROM signatures WHERE kind = {p} "
-                                   "AND version = {p} AND item_pk IN ({values})", pks, (kind, version)))
+                                   "AND +version_id = {p} AND item_pk IN ({values})", pks, (kind, vid)))
 
 
 def count_signatures(session: Session, kind: str, version: str) -> int:
+    vid = version_id(session, kind, version)
+    if vid is None:
+        return 0
     return session.scalar(select(func.count()).select_from(Signature).where(
-        Signature.kind == kind, Signature.version == version)) or 0
+        Signature.version_id == vid)) or 0
 
 
 def has_other_version(session: Session, kind: str, version: str) -> bool:
     """Whether any stored signature of `kind` is of another version than `version`."""
-    return session.scalar(select(Signature.item_pk).where(
-        Signature.kind == kind, Signature.version != version).limit(1)) is not None
+    others = [vid for vid, name in _version_ids(session, kind).items() if name != version]
+    return bool(others) and session.scalar(select(Signature.item_pk).where(
+        Signature.version_id.in_(others)).limit(1)) is not None
 
 
 def has_any(session: Session, kind: str) -> bool:
-    return session.scalar(select(Signature.item_pk).where(Signature.kind == kind).limit(1)) is not None
+    ids = list(_version_ids(session, kind))
+    return bool(ids) and session.scalar(select(Signature.item_pk).where(
+        Signature.version_id.in_(ids)).limit(1)) is not None
+
+
+def signatures_by_kind(session: Session) -> dict[str, int]:
+    """{kind: signatures stored}, counted over the (version, write) index, not the rows."""
+    return {kind: n for kind, n in session.execute(
+        select(SignatureVersion.kind, func.count())
+        .join(Signature, Signature.version_id == SignatureVersion.id)
+        .group_by(SignatureVersion.kind)).all()}
+
+
+def versions_stored(session: Session, kind: str | None = None) -> set[tuple[str, str]]:
+    """(kind, version) of every version some signature (of `kind`) is stored under."""
+    query = select(SignatureVersion.kind, SignatureVersion.version).where(
+        select(Signature.item_pk).where(Signature.version_id == SignatureVersion.id).exists())
+    if kind is not None:
+        query = query.where(SignatureVersion.kind == kind)
+    return {tuple(row) for row in session.execute(query).all()}
