@@ -80,8 +80,9 @@ def test_signatures_keep_their_versions_through_the_version_ids_migration(db_url
     migrate(engine, "0008")
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO items (id, meta, content_key, fingerprint, status, created_at, "
-                          "updated_at) VALUES ('a', '{}', 'k1', 'f1', 'ok', '2026-01-01', '2026-01-01'), "
-                          "('b', '{}', 'k2', 'f2', 'ok', '2026-01-01', '2026-01-01')"))
+                          "updated_at) VALUES ('a', '{}', :k1, 'f1', 'ok', '2026-01-01', '2026-01-01'), "
+                          "('b', '{}', :k2, 'f2', 'ok', '2026-01-01', '2026-01-01')"),
+                     {"k1": "a" * 64, "k2": "b" * 64})
         pks = dict(conn.execute(text("SELECT id, pk FROM items")).all())
         rows = [(pks["a"], "text", "v-long-" + "x" * 200, b"\x01", 1),
                 (pks["b"], "text", "v-other", b"\x02", 2),
@@ -96,9 +97,29 @@ def test_signatures_keep_their_versions_through_the_version_ids_migration(db_url
         assert load_signatures(session, "text", "v-other") == {pks["b"]: b"\x02"}
         assert signatures_since(session, "tokens", "t1", 1) == {pks["a"]: b"\x03"}
         assert versions_stored(session) == {("text", "v-long-" + "x" * 200), ("text", "v-other"),
-                                            ("tokens", "t1")}
+                                            ("tokens", "t1"), ("exact", "sha256-first64/1")}
     downgrade(engine, "0008")
     with engine.connect() as conn:
         back = set(conn.execute(text("SELECT item_pk, kind, version, seq FROM signatures")).all())
     engine.dispose()
     assert back == {(pk, kind, version, seq) for pk, kind, version, _, seq in rows}
+
+
+def test_items_stored_before_the_exact_keys_migration_still_find_their_copies(
+        home: Path, db_url: str) -> None:
+    """A store made before the content keys lost their SQL index: after migrating, a new
+    copy of an old item is still its exact duplicate, and a query still finds the old
+    item's exact text."""
+    from mmdedup import Platform
+
+    text = "The council approved the library budget on Tuesday after a long debate."
+    with Platform.open(home, db_url) as p:
+        p.ingest([{"id": "old", "text": text}])
+    engine = make_engine(db_url)
+    downgrade(engine, "0009")  # the old item as a store before 0010 holds it
+    migrate(engine)
+    engine.dispose()
+    with Platform.open(home, db_url) as p:
+        p.ingest([{"id": "copy", "text": text}])
+        assert {frozenset((x.a, x.b)): x.kind for x in p.pairs()} == {frozenset(("old", "copy")): "same-item"}
+        assert {m.id for m in p.query(text=text) if m.signals.get("text") == 1.0} == {"old", "copy"}

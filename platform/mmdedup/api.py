@@ -38,6 +38,7 @@ from .score.canonical import canonical, member_facts
 from .score.cluster import accepted_edges, components
 from .signals import registry
 from .signals.base import Signal
+from .signals.exact_keys import ExactKeys
 from .signals.scorer import PairScorer, fusion_of
 from .store import items as stored_items
 from .store import queries
@@ -61,6 +62,7 @@ class Platform:
         self._signals = [kind(home, sessions, settings, rescore=self._rescore)
                          for kind in (signals or registry.SIGNALS)]
         self._scorer = PairScorer(self._signals, settings)
+        self._exact = ExactKeys(home, sessions, settings)
         self._load_fusion()
 
     def _rescore(self, session: Session, pairs: Any) -> int:
@@ -181,7 +183,7 @@ class Platform:
         return run_ingest(self.sessions, entries, source=source, root=root,
                           settings=self.settings, total=total, progress=progress,
                           signals=self._signals, scorer=self._scorer, workers=workers,
-                          follow=self._follow_models)
+                          follow=self._follow_models, exact=self._exact)
 
     def _follow_models(self) -> None:
         """Take up the models another process (a retrain, a TF-IDF refresh) made active."""
@@ -243,6 +245,12 @@ class Platform:
                 for pk, (score, figures) in found.items():
                     signals.setdefault(pk, {})[name] = score
                     details.setdefault(pk, {}).update(figures)
+        text_signal = next((s for s in self._signals if s.name == "text"), None)
+        text_figures = text_signal.query_figures if text_signal is not None else ()
+        for pk in self._exact.with_text(probe.text_hash if text_signal is not None else None):
+            # the same normalised text: 1.0 on the text signal
+            signals.setdefault(pk, {})["text"] = 1.0
+            details[pk] = {k: v for k, v in details.get(pk, {}).items() if k not in text_figures}
         found_pks = sorted(signals)
         for signal in self._signals:  # the signals without an index join on what was found
             for pk, (score, figures) in signal.query_found(probe, found_pks).items():

@@ -33,6 +33,7 @@ from ..input.items import (Entry, InputError, LoadedItem, finish_item, input_byt
                            storable_id)
 from ..score.pairs import candidate_pairs
 from ..signals.base import Signal
+from ..signals.exact_keys import ExactKeys
 from ..store import items as stored_items
 from ..store.pairs import insert_exact_pairs
 from ..store.locks import take_write_lock
@@ -83,10 +84,11 @@ def run_ingest(
     scorer: Scorer | None = None,
     workers: int = 1,
     follow: Callable[[], None] | None = None,
+    exact: ExactKeys,
 ) -> IngestReport:
     """Each chunk: items written, then every signal's `prepare` and `on_chunk` (its
     signatures stored and indexed), and the candidate pairs they propose scored with every
-    signal, in the chunk's transaction. `workers`: processes in all. With more than one,
+    signal, in the chunk's transaction; `exact` finds the items' exact copies. `workers`: processes in all. With more than one,
     workers - 1 processes extract (files read and checked, pages, image codes, video
     frames, text tokens) chunks ahead of this one, which alone writes to the store;
     results and their order are the same as with one. `follow`: called at each chunk once
@@ -121,7 +123,7 @@ def run_ingest(
                 if follow is not None:
                     follow()
                 _write_chunk(session, run_pk, chunk, extracted, settings, report, signals, scorer,
-                             open_failures)
+                             open_failures, exact)
             report.chunks += 1
             for signal in signals:
                 signal.after_chunk()
@@ -129,7 +131,7 @@ def run_ingest(
     finally:
         above_bar.close()
         bar.close()
-    for signal in signals:
+    for signal in (exact, *signals):
         signal.finish()
     with factory.begin() as session:
         finish_run(session, run_pk, report.as_dict())
@@ -263,6 +265,7 @@ def _write_chunk(
     signals: Sequence[Signal],
     scorer: Scorer | None,
     open_failures: set[str],
+    exact: ExactKeys,
 ) -> None:
     loaded = [x for x in extracted if isinstance(x, LoadedItem)]
     failed = [(e, x) for e, x in zip(chunk, extracted) if isinstance(x, InputError)]
@@ -290,7 +293,7 @@ def _write_chunk(
     changed = _upsert_items(session, loaded, report, now)
     if changed:
         _write_assets(session, changed)
-        _write_exact_pairs(session, changed, settings, report, signals)
+        _write_exact_pairs(session, changed, settings, report, signals, exact)
         for signal in signals:
             signal.prepare(session, changed)
         found = [c for signal in signals if (c := signal.on_chunk(session, changed)) is not None]
@@ -360,14 +363,13 @@ def exact_signals(li: LoadedItem, signals: Sequence[Signal]) -> dict[str, float]
 
 def _write_exact_pairs(
     session: Session, changed: list[tuple[int, LoadedItem]], settings: Settings,
-    report: IngestReport, signals: Sequence[Signal],
+    report: IngestReport, signals: Sequence[Signal], exact: ExactKeys,
 ) -> None:
     """Pair each new or changed item with the earliest items of the same content key."""
-    members = stored_items.members_of(session, {li.content_key for _, li in changed})
+    copies = exact.copies(session, changed)
     pairs: dict[tuple[int, int], dict[str, float]] = {}
     for pk, li in changed:
-        others = [m for m in members[li.content_key] if m != pk][: settings.max_exact_pairs_per_item]
-        for other in others:
+        for other in copies.get(pk, [])[: settings.max_exact_pairs_per_item]:
             pairs[(min(pk, other), max(pk, other))] = exact_signals(li, signals)
     insert_exact_pairs(session, pairs)
     report.exact_pairs += len(pairs)

@@ -24,7 +24,6 @@ from sqlalchemy.orm import Session
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
-from ..extract.normalize import text_hash
 from ..extract.shingles import SHORT_CHARS
 from ..extract.tokenbatch import TokenBatch
 from ..extract.text_sketches import (
@@ -43,7 +42,7 @@ from ..score.pairs import candidate_pairs
 from ..store import models
 from ..store.db import activate_version
 from ..store.locks import take_write_lock
-from ..store.items import count_texts, pks_with_text_hash, scan_tokens, texts_of
+from ..store.items import count_texts, scan_tokens, texts_of
 from ..store.pairs import pairs_touching
 from ..store.signatures import has_other_version, load_signatures, replace_signatures
 from .base import Signal
@@ -395,14 +394,6 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             yield (np.array([r[0] for r in rows], np.int64), TokenBatch.from_arrays(docs), given)
 
     # --- queries -------------------------------------------------------------------------
-
-    def queries(self, probe: LoadedItem) -> dict[str, dict[int, tuple[float, dict[str, float]]]]:
-        """Stored texts near the probe's, and those whose normalised text is the same
-        (score 1.0, no figures)."""
-        found = self.query(probe)
-        with self.sessions() as session:
-            found.update(dict.fromkeys(pks_with_text_hash(session, text_hash(probe.signal_text)), (1.0, {})))
-        return {self.name: found}
 
     def query(self, probe: LoadedItem) -> dict[int, tuple[float, dict[str, float]]]:
         """Stored texts the index proposes for the probe's, scored as pairs are."""

@@ -55,13 +55,11 @@ def insert_assets(session: Session, rows: list[dict]) -> None:
         session.execute(insert(Asset), rows)
 
 
-def members_of(session: Session, content_keys: Iterable[str]) -> dict[str, list[int]]:
-    """{content key: item pks holding it, in pk order}."""
-    members: dict[str, list[int]] = defaultdict(list)
-    for pk, key in sorted(select_in(session, "SELECT pk, content_key FROM items "
-                                             "WHERE content_key IN ({values})", sorted(content_keys))):
-        members[key].append(pk)
-    return members
+def full_keys(session: Session, pks: list[int]) -> dict[int, tuple[str, str | None]]:
+    """{item pk: (content key, text hash)}: what a 64-bit key found (signals/exact_keys.py)
+    is checked against."""
+    return {pk: (key, text) for pk, key, text in select_in(
+        session, "SELECT pk, content_key, text_hash FROM items WHERE pk IN ({values})", pks)}
 
 
 def open_failure_keys(session: Session, source: str) -> set[str]:
@@ -119,13 +117,10 @@ def storable(text: str, limit: int | None) -> str:
 
 
 def count_texts(session: Session) -> int:
-    return session.scalar(select(func.count()).select_from(Item).where(Item.text_hash.is_not(None))) or 0
-
-
-def pks_with_text_hash(session: Session, text_hash: str | None) -> list[int]:
-    if text_hash is None:
-        return []
-    return list(session.scalars(select(Item.pk).where(Item.text_hash == text_hash)))
+    """Items with text: each has a text signature (of one version or another), counted over
+    the signatures' (version, write) index rather than by reading every item."""
+    return session.scalar(select(func.count()).select_from(Signature).join(SignatureVersion).where(
+        SignatureVersion.kind == "text")) or 0
 
 
 def scan_tokens(session: Session, kind: str, after: int, limit: int = 2000) -> list[tuple]:

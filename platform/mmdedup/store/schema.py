@@ -63,9 +63,10 @@ class Item(Base):
     page_text: Mapped[str | None] = mapped_column(Text)
     page_date: Mapped[str | None] = mapped_column(String(32))
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # sha256 of the normalised text, and of everything the item holds (text + asset bytes).
-    text_hash: Mapped[str | None] = mapped_column(String(64), index=True)
-    content_key: Mapped[str] = mapped_column(String(64), index=True)
+    # sha256 of the normalised text, and of everything the item holds (text + asset bytes);
+    # looked up through the `exact` signatures' index (signals/exact_keys.py), not SQL's.
+    text_hash: Mapped[str | None] = mapped_column(String(64))
+    content_key: Mapped[str] = mapped_column(String(64))
     fingerprint: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16), default="ok")
     source: Mapped[str | None] = mapped_column(Text)
