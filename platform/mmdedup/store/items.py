@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections import defaultdict
 from datetime import datetime
-from typing import Iterable
 
 from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
