@@ -45,10 +45,19 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from .simhash import hamming
 
 # Decoding is bounded by a pixel limit every caller passes (Settings.max_image_pixels).
-# Pictures are reduced to at most this many pixels a side before trimming and hashing: the
-# codes read 32x32 and 9x8 thumbnails, and a 12-megapixel photo costs 30x more to trim than
-# one of 1024 px while hashing the same. JPEGs are decoded straight to that size (draft).
-WORK_SIDE = 1024
+# The codes read 32x32 and 9x8 thumbnails, so a picture is worked on small: brought down to
+# a short side of WORK_SIDE to 2 x WORK_SIDE pixels before trimming and hashing. A JPEG is
+# decoded straight to that size (draft mode: libjpeg's scaled IDCT, 1/2 to 1/8), which
+# saves most of the decoding; any other format is decoded whole and reduced by whole-pixel
+# box averaging. WORK_SIDE is CLIP's input side, so the picture decoded for the codes is
+# also the one CLIP reads (LoadedItem.pictures) and the codes are the same with CLIP on or
+# off.
+WORK_SIDE = 320
+# Once trimmed, the grey picture is box-averaged down again, to a short side of BASE_SIDE
+# to twice that, and every thumbnail (the pHash's 32x32 of the whole and of the centre,
+# dHash's 9x8 and 8x9) is resized from that: a Lanczos resize costs in proportion to the
+# pixels it reads, and four of them from the work-size picture cost more than decoding it.
+BASE_SIDE = 96
 
 # Border trimming (see border_box): a row or column at an edge is border while at least
 # TRIM_SHARE of its pixels lie within TRIM_TOLERANCE (per channel, 0..255) of that edge's
@@ -66,7 +75,7 @@ CENTRE_FRACTION = 0.8
 CENTRE_PENALTY = 2  # bits added to a centre-to-centre distance (see image_distance)
 
 HASH_SIZE = 8  # 8x8 bits = 64
-PHASH_SIDE = HASH_SIZE * 4  # imagehash's highfreq_factor=4: a 32x32 thumbnail
+PBASE_SIDE = HASH_SIZE * 4  # imagehash's highfreq_factor=4: a 32x32 thumbnail
 
 # The eight symmetries of the square, in the order of the columns of ImageCodes' arrays,
 # with the PIL transpose that produces each from the picture as posted (None: itself).
@@ -83,10 +92,10 @@ PIL_DIHEDRAL = (
 )
 
 IMAGE_VERSION = (
-    f"img1-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
+    f"img2-phash{HASH_SIZE}x{PBASE_SIDE}+dhash{HASH_SIZE}"
     f"+centre{CENTRE_FRACTION:g}p{CENTRE_PENALTY}"
     f"-trim{TRIM_TOLERANCE}/{TRIM_SHARE:g}+{TRIM_FRINGE}@{TRIM_FRINGE_TOLERANCE}/{TRIM_FRINGE_SHARE:g}"
-    f"-work{WORK_SIDE}-d8query"
+    f"-short{WORK_SIDE}/{BASE_SIDE}-d8query"
 )
 
 
@@ -269,12 +278,22 @@ def centre_region(img: Image.Image, fraction: float = CENTRE_FRACTION) -> Image.
     return img.crop((left, top, left + cw, top + ch))
 
 
-def prepare(img: Image.Image, work_side: int = WORK_SIDE) -> Image.Image:
-    """What the codes are computed from: reduced to about `work_side`, borders trimmed."""
-    factor = max(img.size) // work_side
-    if factor >= 2:
-        img = img.reduce(factor)
-    return trim_borders(img)
+def work_size(img: Image.Image, side: int | None = None) -> Image.Image:
+    """The picture brought down to a short side of `side` (WORK_SIDE) to twice that, by
+    box averaging over whole pixels: what a JPEG's draft decoding gives, for every format."""
+    factor = min(img.size) // (side or WORK_SIDE)
+    return img.reduce(factor) if factor >= 2 else img
+
+
+def load_picture(data: bytes, max_pixels: int) -> Image.Image:
+    """An encoded picture decoded at work size (`load_image`, then `work_size`): what the
+    codes and CLIP read."""
+    return work_size(load_image(data, max_pixels, draft_side=WORK_SIDE))
+
+
+def prepare(img: Image.Image) -> Image.Image:
+    """What the codes are computed from: at work size, borders trimmed."""
+    return trim_borders(work_size(img))
 
 
 # --------------------------------------------------------------------------------------
@@ -304,13 +323,20 @@ def _pack_bits(bits: np.ndarray) -> np.ndarray:
     return packed.view(">u8")[..., 0].astype(np.uint64)
 
 
+def _dct_rows(n: int, k: int) -> np.ndarray:
+    """The first k rows of scipy.fftpack's unnormalised n-point DCT-II matrix."""
+    return 2.0 * np.cos(np.pi * np.arange(k)[:, None] * (2 * np.arange(n)[None, :] + 1) / (2 * n))
+
+
+# The 8x8 low block of a 32x32 thumbnail's 2-D DCT is D8 @ T @ D8.T: two small matrix
+# products, the same numbers as scipy.fftpack.dct on both axes then the top-left block,
+# without importing scipy (0.15 s of every command that hashes a picture).
+_D8 = _dct_rows(PBASE_SIDE, HASH_SIZE)
+
+
 def _phash_bits(thumbs: np.ndarray) -> np.ndarray:
     """pHash bits of (..., 32, 32) grey thumbnails, as imagehash.phash computes them."""
-    import scipy.fftpack  # here, not with the module: a command that hashes no picture
-    # (most of them) does not pay its 0.15 s import
-
-    dct = scipy.fftpack.dct(scipy.fftpack.dct(thumbs, axis=-2), axis=-1)
-    low = dct[..., :HASH_SIZE, :HASH_SIZE]
+    low = _D8 @ thumbs @ _D8.T
     med = np.median(low.reshape(*low.shape[:-2], -1), axis=-1)
     return low > med[..., None, None]
 
@@ -323,7 +349,7 @@ def phash_codes(grey: Sequence[Image.Image]) -> np.ndarray:
     """uint64 (n, 8): the pHash of each grey picture under the eight symmetries."""
     if not grey:
         return np.zeros((0, 8), np.uint64)
-    p = np.stack([_grey_thumb(g, (PHASH_SIDE, PHASH_SIDE)) for g in grey]).astype(np.float64)
+    p = np.stack([_grey_thumb(g, (PBASE_SIDE, PBASE_SIDE)) for g in grey]).astype(np.float64)
     return _pack_bits(_phash_bits(_dihedral(p, p.transpose(0, 2, 1))))
 
 
@@ -379,7 +405,7 @@ def codes_of(images: Sequence[Image.Image | None],
     grey, centre = [], []
     for i in good:
         try:
-            g = prepare(images[i]).convert("L")
+            g = work_size(trim_borders(work_size(images[i]).convert("L")), BASE_SIDE)
         except Exception as exc:  # noqa: BLE001 - a decoded picture can still fail lazily
             errors[i] = ImageError("corrupt_image", f"{type(exc).__name__}: {exc}")
             continue
@@ -400,7 +426,7 @@ def image_codes(images: list[bytes], max_pixels: int) -> ImageCodes:
     errors: list[ImageError | None] = []
     for data in images:
         try:
-            pictures.append(load_image(data, max_pixels, draft_side=WORK_SIDE))
+            pictures.append(load_picture(data, max_pixels))
             errors.append(None)
         except ImageError as exc:
             pictures.append(None)

@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image
 
 from ..config import Settings
-from ..extract.image import WORK_SIDE, ImageCodes, ImageError, codes_of, load_image
+from ..extract.image import ImageCodes, ImageError, codes_of, load_picture
 from ..extract.normalize import text_hash
 from ..extract.video import VideoError, VideoFrames, video_frames
 from ..extract.web import PageError, PageSignals, extract_page
@@ -426,6 +426,32 @@ def probe_item(text: str | None, image: bytes | None, video: bytes | None, setti
                       video=frames, pictures=decoded)
 
 
+def stored_file(rel: str, source: str | None) -> Path:
+    """Where a stored asset's file is now, as ingest resolved it: an absolute path as is; a
+    relative one against the manifest's folder or the folder ingested (the item's source),
+    else (items ingested from Python, source "api") the working directory."""
+    path = Path(rel)
+    if path.is_absolute():
+        return path
+    if source and source != "api":
+        base = Path(source)
+        return (base if base.is_dir() else base.parent) / path
+    return Path.cwd() / path
+
+
+def read_stored_picture(rel: str, source: str | None, sha256: str, settings: Settings) -> Any:
+    """A stored picture read again from its file and decoded as ingest decodes it, or an
+    `InputError`: the file is gone or unreadable ("missing_file", ...), its bytes are not
+    the ones ingested ("changed_file"), or it no longer decodes."""
+    data = read_file(stored_file(rel, source), rel, settings)
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise InputError("changed_file", f"{rel}: the file changed since it was ingested")
+    try:
+        return load_picture(data, settings.max_image_pixels)
+    except ImageError as exc:
+        raise InputError(exc.reason, f"{rel}: {exc.detail}") from exc
+
+
 def canvas_size(data: bytes) -> tuple[int, int]:
     """A picture's width and height as its file declares them (the header only: the
     decoded picture may be a reduced draft)."""
@@ -453,7 +479,7 @@ def _decode_media(assets: list[LoadedAsset], settings: Settings, keep_pixels: bo
         decoded = []
         for asset in pictures:
             try:
-                decoded.append(load_image(asset.data, settings.max_image_pixels, draft_side=WORK_SIDE))
+                decoded.append(load_picture(asset.data, settings.max_image_pixels))
             except ImageError as error:
                 raise _Unreadable(asset, error) from error
             asset.width, asset.height = canvas_size(asset.data)
