@@ -83,3 +83,44 @@ def test_picture_and_caption_fuse(platform: Platform, tmp_path: Path) -> None:
     assert pairs[("p1", "p3")]["kind"] == "text-reuse" and pairs[("p1", "p3")]["tier"] == "strong"
     assert ("p2", "p3") not in pairs
     assert np.isclose(pairs[("p1", "p3")]["signals"]["image"], 0.0, atol=0.25)
+
+
+def _pair_set(platform: Platform) -> dict[tuple[str, str], tuple[str, float]]:
+    return {tuple(sorted((p["a"], p["b"]))): (p["tier"], round(p["signals"]["image"], 6))
+            for p in platform.pairs("weak")}
+
+
+def test_pictures_of_an_older_version_signed_again(home: Path, db_url: str, pictures: Path,
+                                                   tmp_path: Path, monkeypatch) -> None:
+    """A store whose pictures were signed by an earlier release (here: every code zero,
+    under another version) ends, once opened by this one, with the pairs a fresh ingest
+    makes; a picture whose file is gone is reported and keeps nothing from the old codes."""
+    from mmdedup.signals.image import RESIGN_SOURCE, ImageSignal
+
+    with Platform.open(tmp_path / "fresh", None) as fresh:
+        fresh.ingest(pictures)
+        want = _pair_set(fresh)
+    assert want  # (the copies of the astronaut pair up)
+
+    current = ImageSignal.pack
+    with monkeypatch.context() as old:
+        old.setattr(ImageSignal, "version", lambda self: "img0-an-earlier-release")
+        old.setattr(ImageSignal, "pack", staticmethod(lambda codes: current(
+            type(codes)(codes.phash * 0, codes.dhash * 0, codes.centre * 0, codes.errors))))
+        with Platform.open(home, db_url) as before:
+            before.ingest(pictures)
+            stale = _pair_set(before)
+    assert stale != want  # zero codes pair every picture with every other
+
+    (pictures / "coffee.png").rename(tmp_path / "coffee-moved.png")
+    with Platform.open(home, db_url) as after:
+        image = after.signal("image")
+        assert image.catch_up()
+        assert set(image.resign_failures) == {"coffee.png"}
+        assert image.resign_failures["coffee.png"][0] == "missing_file"
+        got = _pair_set(after)
+        failures = [f for f in after.failures() if f["source"] == RESIGN_SOURCE]
+    assert {k: v for k, v in got.items() if "coffee.png" not in k} == \
+        {k: v for k, v in want.items() if "coffee.png" not in k}
+    assert not any("coffee.png" in k for k in got)  # its stale codes are never compared
+    assert [(f["key"], f["reason"]) for f in failures] == [("coffee.png", "missing_file")]

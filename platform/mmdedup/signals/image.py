@@ -6,6 +6,11 @@ mirrored or rotated whichever side is the query. The Hamming indexes hold only t
 as-given codes (full frame and centre), one entry per picture with id pk * 64 + position;
 queries search with all eight variants, so a flipped copy is found from either side. A
 pair's raw similarity is the best Hamming distance over the two items' pictures.
+
+A release that changes how the codes are made changes IMAGE_VERSION, and signatures of
+different versions are never compared: before an ingest, `catch_up` signs again every
+stored picture of another version from its file (the store keeps each file's path and
+sha256, not its bytes), so no stored item drops out of picture pairing.
 """
 
 from __future__ import annotations
@@ -16,13 +21,25 @@ from typing import Any, ClassVar, Sequence
 import numpy as np
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
-from ..extract.image import CENTRE_PENALTY, IMAGE_VERSION, ImageCodes, image_distance
+from ..extract.image import CENTRE_PENALTY, IMAGE_VERSION, ImageCodes, codes_of, image_distance
 from ..index.hamming import HammingIndex
 from ..index.slots import entry_ids
-from ..input.items import LoadedItem
+from ..input.items import InputError, LoadedItem, read_stored_picture
+from ..score.pairs import candidate_pairs
+from ..store import items as stored_items
+from ..store.locks import take_write_lock
+from ..store.pairs import pairs_touching
+from ..store.queries import stored_files
+from ..store.runs import finish_run, start_run
+from ..store.schema import utcnow
+from ..store.signatures import has_other_version, replace_signatures, stale_pks
 from .base import Signal
 
 MAX_IMAGES = 64  # pictures per item that get an index id (pk * 64 + position)
+RESIGN_CHUNK = 200  # items signed again per transaction (each file read and decoded)
+# The failures of a re-sign are recorded under this source (a later re-sign that reaches
+# the item again closes them, as a rerun of an ingest closes its own).
+RESIGN_SOURCE = "resign:image"
 
 
 @dataclass(frozen=True)
@@ -55,8 +72,101 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
     exact_parts = ("image",)
     index_parts: ClassVar = {"full": HammingIndex.load, "centre": HammingIndex.load}
 
+    def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
+        super().__init__(*args, **kwargs)
+        self._caught_up: str | None = None
+        self.resign_failures: dict[str, tuple[str, str]] = {}  # item id -> (reason, detail)
+
     def version(self) -> str:
         return IMAGE_VERSION
+
+    # --- signing stored pictures again ---------------------------------------------------
+
+    def catch_up(self) -> bool:
+        """Before an ingest: sign again every stored picture whose signature is of another
+        version (`resign_all`); checked once per process. True if any was."""
+        version = self.version()
+        if self._caught_up == version:
+            return False
+        with self.sessions() as session:
+            stale = has_other_version(session, self.name, version)
+        if stale:
+            self.resign_all()
+        self._caught_up = version
+        return stale
+
+    def resign_all(self) -> int:
+        """Sign again, a chunk at a time under the write lock, every item whose picture
+        signature is of another version: its files read from where they were ingested,
+        checked against their sha256 and decoded as ingest decodes them; then indexed and
+        re-paired (its new candidates and the pairs it had, scored by the Platform's
+        scorer). An item whose file is gone, changed or no longer decodes keeps its old
+        signature (never compared) and is recorded as a failure with its reason
+        (`resign_failures`, and the failures table under RESIGN_SOURCE); the rest go on.
+        Returns how many items were signed again."""
+        version = self.version()
+        done, last = 0, 0
+        self.resign_failures = {}
+        while True:
+            with self.sessions.begin() as session:
+                take_write_lock(session)
+                pks = stale_pks(session, self.name, version, last, RESIGN_CHUNK)
+                if not pks:
+                    break
+                last = pks[-1]
+                done += self._resign(session, pks, version)
+        self.finish()
+        return done
+
+    def _resign(self, session: Any, pks: list[int], version: str) -> int:
+        files: dict[int, list[Any]] = {}
+        for row in stored_files(session, pks, "image"):
+            files.setdefault(row.item_pk, []).append(row)
+        signed: list[tuple[int, ImageCodes]] = []
+        failed: list[dict[str, Any]] = []
+        for pk in pks:
+            rows = files.get(pk, [])
+            try:
+                if not rows:
+                    raise InputError("missing_file", "the store lists no picture for this item")
+                pictures = [read_stored_picture(r.path, r.source, r.sha256, self.settings) for r in rows]
+            except InputError as exc:
+                item_id = rows[0].id if rows else str(pk)
+                failed.append({"key": item_id, "item_id": item_id, "reason": exc.reason,
+                               "detail": exc.detail})
+                self.resign_failures[item_id] = (exc.reason, exc.detail)
+                continue
+            signed.append((pk, codes_of(pictures)))
+        self._record(session, [files[pk][0].id for pk, _ in signed], failed)
+        if not signed:
+            return 0
+        index = self.index(session)
+        done = np.fromiter((pk for pk, _ in signed), np.int64, len(signed))
+        self.index_remove(index, done)
+        replace_signatures(session, self.name, version, ((pk, self.pack(c)) for pk, c in signed))
+        values = [c for _, c in signed]
+        self.index_add(index, done, values)
+        self.indexed_write(session)
+        found, others = self.search(index, values)
+        if self.rescore is not None:
+            both = np.concatenate([np.stack([done[found], others], axis=1).reshape(-1, 2),
+                                   pairs_touching(session, done.tolist())])
+            self.rescore(session, candidate_pairs(both[:, 0], both[:, 1]))
+        return len(signed)
+
+    @staticmethod
+    def _record(session: Any, reached: list[str], failed: list[dict[str, Any]]) -> None:
+        """Close the earlier re-sign failures of the items reached; record the new ones."""
+        if not reached and not failed:
+            return
+        again = [f["key"] for f in failed]
+        stored_items.resolve_failures(session, RESIGN_SOURCE, reached, utcnow())
+        stored_items.drop_open_failures(session, RESIGN_SOURCE, again)
+        if failed:
+            run = start_run(session, RESIGN_SOURCE)
+            stored_items.insert_failures(session, [{"run_pk": run, "source": RESIGN_SOURCE, **f}
+                                                   for f in failed])
+            finish_run(session, run, {"failed": len(failed)})
 
     def extract(self, items: Sequence[LoadedItem]) -> list[ImageCodes | None]:
         # Decoded once, when the item was loaded (a bad picture fails its item there).

@@ -137,3 +137,13 @@ def counts(session: Session, thresholds: Thresholds) -> dict[str, Any]:
             "labels": by(Label.decision),
             "open_failures": by(Failure.reason, Failure.resolved_at.is_(None)),
             "ingest_runs": by(IngestRun.status)}
+
+
+def stored_files(session: Session, pks: Sequence[int], role: str) -> list[Any]:
+    """(item_pk, id, source, position, path, sha256) of these items' assets of one role,
+    by item and position: what re-reading their files needs."""
+    return list(session.execute(
+        select(Asset.item_pk, Item.id, Item.source, Asset.position, Asset.path, Asset.sha256)
+        .join(Item, Item.pk == Asset.item_pk)
+        .where(Asset.item_pk.in_(pks), Asset.role == role)
+        .order_by(Asset.item_pk, Asset.position)))

@@ -158,3 +158,14 @@ def versions_stored(session: Session, kind: str | None = None) -> set[tuple[str,
     if kind is not None:
         query = query.where(SignatureVersion.kind == kind)
     return {tuple(row) for row in session.execute(query).all()}
+
+
+def stale_pks(session: Session, kind: str, version: str, after: int, limit: int) -> list[int]:
+    """Up to `limit` item pks above `after`, in order, whose `kind` signature is of another
+    version than `version`: a re-sign walks them a chunk at a time."""
+    others = [vid for vid, name in _version_ids(session, kind).items() if name != version]
+    if not others:
+        return []
+    return list(session.scalars(select(Signature.item_pk).where(
+        Signature.version_id.in_(others), Signature.item_pk > after)
+        .order_by(Signature.item_pk).limit(limit)))
