@@ -267,6 +267,29 @@ def test_phash_bits_are_imagehash_phash():
             assert bits(dh[k], want) <= 2, (name, k)
 
 
+def test_thumbnails_are_pillows_lanczos_resize():
+    """The codes' thumbnails are made as matrix products; they must be the thumbnails
+    Pillow's Lanczos resize makes of the trimmed picture and of its centre (but for a rare
+    pixel one grey level off, where the rounding falls the other way), so the codes keep imagehash's pHash and dHash."""
+    for name, size in (("astronaut", (601, 437)), ("chelsea", (333, 500)), ("camera", (97, 64))):
+        grey = photo(name, 512).resize(size).convert("L")
+        padded = Image.new("L", (size[0] + 40, size[1] + 20), 0)
+        padded.paste(grey, (25, 5))
+        box = mi.border_box(padded)
+        trimmed = padded.crop(box)
+        got = mi._thumbnails(np.asarray(padded), box)
+        want = [trimmed.resize((32, 32), Image.Resampling.LANCZOS),
+                mi.centre_region(trimmed).resize((32, 32), Image.Resampling.LANCZOS),
+                trimmed.resize((9, 8), Image.Resampling.LANCZOS),
+                trimmed.resize((8, 9), Image.Resampling.LANCZOS)]
+        for g, w in zip(got, want):
+            assert g.shape == np.asarray(w).shape
+            diff = np.abs(g - np.asarray(w, np.float64))
+            assert diff.max() <= 1 and (diff > 0).mean() <= 0.01, name
+        c = mi.codes_of([padded.convert("RGB")])
+        assert bits(c.phash[0, 0], imagehash_code(trimmed)) <= 2, name
+
+
 def test_mirror_and_rotation_found_by_dihedral_query():
     pic = photo("astronaut")
     stored = codes(encode(pic))

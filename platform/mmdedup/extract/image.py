@@ -26,10 +26,12 @@ does not survive is handled around it, each step kept only because the image ben
   did worse than pHash on every edit of the bench, so it is not used.
 
 Everything here is pure and batch-first: a list of encoded images in, uint64 arrays out.
-Decoding is the only per-image step (Pillow, bounded by a pixel limit checked before any
-pixel is decoded); thumbnails of the whole batch are hashed together in numpy, and the
-pHash bits are exactly imagehash's `phash` (tests hold them to it). A bad image never
-stops the batch: its row carries an `ImageError` with a short machine-readable reason.
+Decoding, trimming and the thumbnails are the per-image steps (Pillow's decoder, bounded
+by a pixel limit checked before any pixel is decoded; the thumbnails are Pillow's Lanczos
+resize as matrix products, `_thumbnails`); the thumbnails of the whole batch are hashed
+together in numpy, with imagehash's `phash` and `dhash` bits (tests hold `phash_codes` and
+`dhash_codes` to them). A bad image never stops the batch: its row carries an
+`ImageError` with a short machine-readable reason.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from __future__ import annotations
 import io
 import warnings
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -49,15 +52,9 @@ from .simhash import hamming
 # a short side of WORK_SIDE to 2 x WORK_SIDE pixels before trimming and hashing. A JPEG is
 # decoded straight to that size (draft mode: libjpeg's scaled IDCT, 1/2 to 1/8), which
 # saves most of the decoding; any other format is decoded whole and reduced by whole-pixel
-# box averaging. WORK_SIDE is CLIP's input side, so the picture decoded for the codes is
-# also the one CLIP reads (LoadedItem.pictures) and the codes are the same with CLIP on or
-# off.
+# box averaging. The picture decoded for the codes is also the one CLIP reads
+# (LoadedItem.pictures), so the codes are the same with CLIP on or off.
 WORK_SIDE = 320
-# Once trimmed, the grey picture is box-averaged down again, to a short side of BASE_SIDE
-# to twice that, and every thumbnail (the pHash's 32x32 of the whole and of the centre,
-# dHash's 9x8 and 8x9) is resized from that: a Lanczos resize costs in proportion to the
-# pixels it reads, and four of them from the work-size picture cost more than decoding it.
-BASE_SIDE = 96
 
 # Border trimming (see border_box): a row or column at an edge is border while at least
 # TRIM_SHARE of its pixels lie within TRIM_TOLERANCE (per channel, 0..255) of that edge's
@@ -75,7 +72,7 @@ CENTRE_FRACTION = 0.8
 CENTRE_PENALTY = 2  # bits added to a centre-to-centre distance (see image_distance)
 
 HASH_SIZE = 8  # 8x8 bits = 64
-PBASE_SIDE = HASH_SIZE * 4  # imagehash's highfreq_factor=4: a 32x32 thumbnail
+PHASH_SIDE = HASH_SIZE * 4  # imagehash's highfreq_factor=4: a 32x32 thumbnail
 
 # The eight symmetries of the square, in the order of the columns of ImageCodes' arrays,
 # with the PIL transpose that produces each from the picture as posted (None: itself).
@@ -92,10 +89,10 @@ PIL_DIHEDRAL = (
 )
 
 IMAGE_VERSION = (
-    f"img2-phash{HASH_SIZE}x{PBASE_SIDE}+dhash{HASH_SIZE}"
+    f"img2-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
     f"+centre{CENTRE_FRACTION:g}p{CENTRE_PENALTY}"
     f"-trim{TRIM_TOLERANCE}/{TRIM_SHARE:g}+{TRIM_FRINGE}@{TRIM_FRINGE_TOLERANCE}/{TRIM_FRINGE_SHARE:g}"
-    f"-short{WORK_SIDE}/{BASE_SIDE}-d8query"
+    f"-short{WORK_SIDE}-lanczosmat-d8query"
 )
 
 
@@ -331,7 +328,7 @@ def _dct_rows(n: int, k: int) -> np.ndarray:
 # The 8x8 low block of a 32x32 thumbnail's 2-D DCT is D8 @ T @ D8.T: two small matrix
 # products, the same numbers as scipy.fftpack.dct on both axes then the top-left block,
 # without importing scipy (0.15 s of every command that hashes a picture).
-_D8 = _dct_rows(PBASE_SIDE, HASH_SIZE)
+_D8 = _dct_rows(PHASH_SIDE, HASH_SIZE)
 
 
 def _phash_bits(thumbs: np.ndarray) -> np.ndarray:
@@ -345,12 +342,25 @@ def _grey_thumb(grey: Image.Image, size: tuple[int, int]) -> np.ndarray:
     return np.asarray(grey.resize(size, Image.Resampling.LANCZOS))
 
 
+def _phash_of_thumbs(p: np.ndarray) -> np.ndarray:
+    """uint64 (n, 8): pHash of (n, 32, 32) thumbnails under the eight symmetries."""
+    return _pack_bits(_phash_bits(_dihedral(p, p.transpose(0, 2, 1))))
+
+
+def _dhash_of_thumbs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """uint64 (n, 8): dHash of (n, 8, 9) thumbnails `a`, given the (n, 9, 8) ones `b` of the
+    same pictures. The transposed pictures' 9x8 thumbnails are the 8x9 ones transposed;
+    flips keep every grid 9 wide, and each pixel is then compared with its left neighbour."""
+    d = _dihedral(a, b.transpose(0, 2, 1))
+    return _pack_bits(d[..., 1:] > d[..., :-1])
+
+
 def phash_codes(grey: Sequence[Image.Image]) -> np.ndarray:
     """uint64 (n, 8): the pHash of each grey picture under the eight symmetries."""
     if not grey:
         return np.zeros((0, 8), np.uint64)
-    p = np.stack([_grey_thumb(g, (PBASE_SIDE, PBASE_SIDE)) for g in grey]).astype(np.float64)
-    return _pack_bits(_phash_bits(_dihedral(p, p.transpose(0, 2, 1))))
+    return _phash_of_thumbs(np.stack([_grey_thumb(g, (PHASH_SIDE, PHASH_SIDE)) for g in grey])
+                            .astype(np.float64))
 
 
 def dhash_codes(grey: Sequence[Image.Image]) -> np.ndarray:
@@ -360,10 +370,73 @@ def dhash_codes(grey: Sequence[Image.Image]) -> np.ndarray:
         return np.zeros((0, 8), np.uint64)
     a = np.stack([_grey_thumb(g, (HASH_SIZE + 1, HASH_SIZE)) for g in grey]).astype(np.int16)
     b = np.stack([_grey_thumb(g, (HASH_SIZE, HASH_SIZE + 1)) for g in grey]).astype(np.int16)
-    # The transposed pictures' 9x8 thumbnails are the 8x9 ones transposed; flips keep every
-    # grid 9 wide, and each pixel is then compared with its left neighbour.
-    d = _dihedral(a, b.transpose(0, 2, 1))
-    return _pack_bits(d[..., 1:] > d[..., :-1])
+    return _dhash_of_thumbs(a, b)
+
+
+@lru_cache(maxsize=512)
+def _lanczos(n_out: int, n_in: int) -> np.ndarray:
+    """float32 (n_out, n_in): Pillow's Lanczos resampling of one axis as a matrix (the same
+    support, centres and normalised weights as its precompute_coeffs)."""
+    scale = n_in / n_out
+    stretch = max(scale, 1.0)
+    centre = (np.arange(n_out) + 0.5) * scale
+    src = np.arange(n_in)
+    x = (src[None, :] + 0.5 - centre[:, None]) / stretch
+    w = np.sinc(x) * np.sinc(x / 3.0)
+    lo = np.maximum(np.floor(centre - 3.0 * stretch + 0.5), 0)
+    hi = np.floor(centre + 3.0 * stretch + 0.5)
+    w[(np.abs(x) >= 3.0) | (src[None, :] < lo[:, None]) | (src[None, :] >= hi[:, None])] = 0.0
+    return (w / w.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+# OpenBLAS runs a product of fewer than 4 x 65536 multiply-adds on the calling thread.
+_ONE_THREAD_MACS = 200_000
+
+
+def _product(a: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """a @ m, as a batch of products of a few rows of `a` each. OpenBLAS spreads one product
+    the size of a picture's over every core, and on a busy machine those threads cost
+    several times the work in CPU seconds; products under its threading threshold
+    (_ONE_THREAD_MACS) run on the calling thread, with no setting to change and no
+    thread-pool library to load."""
+    n, k = a.shape
+    rows = max(1, _ONE_THREAD_MACS // max(1, k * m.shape[1]))
+    if rows >= n:
+        return a @ m
+    pad = -n % rows
+    if pad:
+        a = np.concatenate([a, np.zeros((pad, k), a.dtype)])
+    return np.matmul(a.reshape(-1, rows, k), m).reshape(-1, m.shape[1])[:n]
+
+
+def _thumbnails(grey: np.ndarray, box: tuple[int, int, int, int]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The four thumbnails the codes read, of one work-size grey picture (uint8 (h, w))
+    inside its border box: the 32x32 of the whole and of the centre (CENTRE_FRACTION), and
+    dHash's 8x9 (rows x columns) and 9x8, each as Pillow's Lanczos resize makes it, up to
+    its rounding (rounded and clipped to 0..255 after each pass, as its 8-bit result is:
+    dHash compares neighbours, and Pillow's equal ones must stay equal).
+
+    Four Pillow resizes of a picture this size cost more than decoding it; as matrices,
+    every thumbnail's horizontal pass is one product over the picture's rows (the centre's
+    columns are weights that are zero outside it), and the vertical passes are small."""
+    left, top, right, bottom = box
+    g = grey[top:bottom, left:right].astype(np.float32)
+    h, w = g.shape
+    cw, ch = max(1, round(w * CENTRE_FRACTION)), max(1, round(h * CENTRE_FRACTION))
+    cl, ct = (w - cw) // 2, (h - ch) // 2
+    side, n = PHASH_SIDE, HASH_SIZE
+    cols = np.zeros((w, 2 * side + 2 * n + 1), np.float32)
+    cols[:, :side] = _lanczos(side, w).T
+    cols[cl:cl + cw, side:2 * side] = _lanczos(side, cw).T
+    cols[:, 2 * side:2 * side + n + 1] = _lanczos(n + 1, w).T
+    cols[:, 2 * side + n + 1:] = _lanczos(n, w).T
+    across = np.clip(np.rint(_product(g, cols)), 0.0, 255.0)
+    full = _product(_lanczos(side, h), across[:, :side])
+    centre = _product(_lanczos(side, ch), across[ct:ct + ch, side:2 * side])
+    wide = _product(_lanczos(n, h), across[:, 2 * side:2 * side + n + 1])
+    tall = _product(_lanczos(n + 1, h), across[:, 2 * side + n + 1:])
+    return tuple(np.clip(np.rint(t), 0.0, 255.0) for t in (full, centre, wide, tall))  # type: ignore[return-value]
 
 
 @dataclass
@@ -397,26 +470,26 @@ class ImageCodes:
 
 def codes_of(images: Sequence[Image.Image | None],
              errors: list[ImageError | None] | None = None) -> ImageCodes:
-    """Codes of decoded RGB pictures (None for a failed one); the pictures are prepared
-    (reduced, trimmed) here. `image_codes` is the entry point for encoded bytes."""
+    """Codes of decoded RGB pictures (None for a failed one): each brought to work size,
+    grey, its borders found (`border_box`), and its four thumbnails made from that one
+    array (`_thumbnails`). `image_codes` is the entry point for encoded bytes."""
     n = len(images)
     errors = list(errors) if errors is not None else [None] * n
     good = [i for i, im in enumerate(images) if im is not None and errors[i] is None]
-    grey, centre = [], []
+    thumbs = []
     for i in good:
         try:
-            g = work_size(trim_borders(work_size(images[i]).convert("L")), BASE_SIDE)
+            grey = work_size(images[i]).convert("L")
+            thumbs.append(_thumbnails(np.asarray(grey), border_box(grey)))
         except Exception as exc:  # noqa: BLE001 - a decoded picture can still fail lazily
             errors[i] = ImageError("corrupt_image", f"{type(exc).__name__}: {exc}")
-            continue
-        grey.append(g)
-        centre.append(centre_region(g, CENTRE_FRACTION))
     good = [i for i in good if errors[i] is None]
     out = [np.zeros((n, 8), np.uint64) for _ in range(3)]
     if good:
-        out[0][good] = phash_codes(grey)
-        out[1][good] = dhash_codes(grey)
-        out[2][good] = phash_codes(centre)
+        full, centre, wide, tall = (np.stack(t).astype(np.float64) for t in zip(*thumbs))
+        out[0][good] = _phash_of_thumbs(full)
+        out[1][good] = _dhash_of_thumbs(wide, tall)
+        out[2][good] = _phash_of_thumbs(centre)
     return ImageCodes(*out, errors=errors)
 
 
