@@ -3,9 +3,10 @@ text-only and image-only scoring of the same items, measured in one run.
 
 Pictures: real photographs from scikit-image (`skimage.data`, the 21 originals of
 image_quality.py) and their tiles (2x2, 3x3 and 4x4 grids), kept only where every two kept
-pictures are at least `--distinct` bits apart under mmdedup's own image distance (eight
-dihedral variants, centre pairings), so two different pool pictures are different pictures
-by construction. Texts: Zipf-like words (text_quality.py's vocabulary and exponent), a
+pictures are at least `--distinct` bits apart under the image distance (eight dihedral
+variants, centre pairings) computed with imagehash's pHash as a fixed reference, so two
+different pool pictures are different pictures by construction, and the pool is the same
+whatever mmdedup's codes are (`reference_distance`). Texts: Zipf-like words (text_quality.py's vocabulary and exponent), a
 quarter of them drawn from the family's 20 topic words, 60-200 words, with a title of 6-10
 words.
 
@@ -44,6 +45,7 @@ miss); which truth pairs `Platform.clusters()` puts in one cluster; and every fa
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import random
 import sys
@@ -54,7 +56,9 @@ from collections import Counter
 from itertools import combinations
 from pathlib import Path
 
+import imagehash
 import numpy as np
+from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
 from image_quality import edit, encode, originals  # noqa: E402
@@ -64,6 +68,7 @@ from mmdedup import Platform  # noqa: E402
 from mmdedup.config import Settings  # noqa: E402
 from mmdedup.signals.image import ImageSettings  # noqa: E402
 from mmdedup.extract import image as mi  # noqa: E402
+from mmdedup.extract.simhash import hamming  # noqa: E402
 
 KINDS = ("image-reuse", "text-reuse", "same-item")
 PICTURE_EDITS = ("resize50", "jpeg20", "crop5", "mirror", "bright30", "grey", "watermark",
@@ -76,9 +81,38 @@ ROLES = ("base", "img", "txt", "both", "neg")
 # --------------------------------------------------------------------------------------
 
 
+def reference_distance(blobs: list[bytes]) -> np.ndarray:
+    """int (n, n): the distance image_distance() computes, made with the reference
+    imagehash.phash instead of mmdedup's own codes: the best over the eight symmetries of
+    one side and the pairings of the whole picture and its centre (CENTRE_FRACTION), with
+    CENTRE_PENALTY on centre to centre. The pool is chosen by it so that it does not move
+    with the codes under test: chosen by those, a release that changes a bit here and
+    there keeps a different set of pictures, every family draws other ones, and the
+    figures of two releases would be of two corpora."""
+    def code(img: Image.Image) -> int:
+        return int(str(imagehash.phash(img)), 16)
+
+    full, centre = [], []
+    for data in blobs:
+        pic = Image.open(io.BytesIO(data)).convert("RGB")
+        w, h = pic.size
+        cw, ch = round(w * mi.CENTRE_FRACTION), round(h * mi.CENTRE_FRACTION)
+        mid = pic.crop(((w - cw) // 2, (h - ch) // 2, (w - cw) // 2 + cw, (h - ch) // 2 + ch))
+        full.append([code(pic if op is None else pic.transpose(op)) for op in mi.PIL_DIHEDRAL])
+        centre.append([code(mid if op is None else mid.transpose(op)) for op in mi.PIL_DIHEDRAL])
+    f, c = np.array(full, np.uint64), np.array(centre, np.uint64)
+
+    def best(q: np.ndarray, s: np.ndarray) -> np.ndarray:
+        return hamming(q[:, None, :], s[None, :, None]).min(axis=2).astype(np.int64)
+
+    return np.minimum.reduce([best(f, f[:, 0]), best(f, c[:, 0]), best(c, f[:, 0]),
+                              best(c, c[:, 0]) + mi.CENTRE_PENALTY])
+
+
 def picture_pool(distinct: int):
     """Real photos and their grid tiles, greedily kept while at least `distinct` bits from
-    every kept one. Returns (pictures [(name, PIL image)], smallest distance kept)."""
+    every kept one (reference_distance). Returns (pictures [(name, PIL image)], smallest
+    distance kept)."""
     cands = []
     for name, pic in originals():
         w, h = pic.size
@@ -89,12 +123,11 @@ def picture_pool(distinct: int):
                     tile = pic.crop((i * w // g, j * h // g, (i + 1) * w // g, (j + 1) * h // g))
                     if min(tile.size) >= 64:
                         cands.append((f"{name}-{g}x{g}-{i}{j}", tile))
-    codes = mi.image_codes([encode(p) for _, p in cands], Settings().max_image_pixels)
-    dist = mi.image_distance(codes, codes)
+    dist = reference_distance([encode(p) for _, p in cands])
     dist = np.minimum(dist, dist.T)
     kept: list[int] = []
     for i in range(len(cands)):
-        if codes.ok[i] and all(dist[i, k] >= distinct for k in kept):
+        if all(dist[i, k] >= distinct for k in kept):
             kept.append(i)
     sub = dist[np.ix_(kept, kept)]
     closest = int(sub[~np.eye(len(kept), dtype=bool)].min())
@@ -221,7 +254,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=120, help="families (5 items each)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--distinct", type=int, default=16,
-                    help="bits between any two pool pictures (mmdedup image distance)")
+                    help="bits between any two pool pictures (reference_distance)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     t_start = time.perf_counter()
