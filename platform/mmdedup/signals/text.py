@@ -44,7 +44,7 @@ from ..store.db import activate_version
 from ..store.locks import take_write_lock
 from ..store.items import count_texts, scan_tokens, texts_of
 from ..store.pairs import pairs_touching
-from ..store.signatures import has_other_version, load_signatures, replace_signatures
+from ..store.signatures import has_any, has_other_version, load_signatures, replace_signatures
 from .base import Signal
 
 TOKENS_KIND = "tokens"
@@ -172,7 +172,11 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         another version than the signer's (a new release changed the tokenizer or the
         sketches, or a re-sign was cut short): signatures of other versions are never
         compared, so those items would otherwise drop out of text pairing. Checked once
-        per signer version in a process; True if texts were signed again."""
+        per signer version in a process; True if texts were signed again. A store with
+        no text signature has none to redo: the signer (its TF-IDF model) is not loaded."""
+        with self.sessions() as session:
+            if not has_any(session, self.name):
+                return False
         version = self.signer.version
         if self._caught_up == version:
             return False
