@@ -37,6 +37,7 @@ together in numpy, with imagehash's `phash` and `dhash` bits (tests hold `phash_
 from __future__ import annotations
 
 import io
+import os
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -52,9 +53,19 @@ from .simhash import hamming
 # a short side of WORK_SIDE to 2 x WORK_SIDE pixels before trimming and hashing. A JPEG is
 # decoded straight to that size (draft mode: libjpeg's scaled IDCT, 1/2 to 1/8), which
 # saves most of the decoding; any other format is decoded whole and reduced by whole-pixel
-# box averaging. The picture decoded for the codes is also the one CLIP reads
-# (LoadedItem.pictures), so the codes are the same with CLIP on or off.
+# box averaging. The codes read a grey picture (a JPEG decodes its brightness alone); CLIP,
+# when it is on, a colour one decoded to the same size (LoadedItem.pictures), so the codes
+# are the same with CLIP on or off.
 WORK_SIDE = 320
+
+# Pillow frees every picture's memory block when the picture goes and asks the C library
+# for a new one for the next; blocks the size of a work-size picture are mapped fresh each
+# time, and faulting their pages in cost about a sixth of a picture ingest. Keeping a few
+# freed blocks for reuse (Pillow's own setting, PILLOW_BLOCKS_MAX, which a user's
+# environment still decides where it is set) avoids that.
+PILLOW_BLOCKS = 8
+if "PILLOW_BLOCKS_MAX" not in os.environ and Image.core.get_blocks_max() < PILLOW_BLOCKS:
+    Image.core.set_blocks_max(PILLOW_BLOCKS)
 
 # Border trimming (see border_box): a row or column at an edge is border while at least
 # TRIM_SHARE of its pixels lie within TRIM_TOLERANCE (per channel, 0..255) of that edge's
@@ -112,7 +123,8 @@ class ImageError(ValueError):
 # --------------------------------------------------------------------------------------
 
 
-def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None) -> Image.Image:
+def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None,
+               grey: bool = False) -> Image.Image:
     """Decode one encoded image to an upright 8-bit RGB picture, or raise `ImageError`.
 
     The canvas size is read from the header and refused over `max_pixels` before any pixel
@@ -122,6 +134,8 @@ def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None) -
     flattened onto white (how pages show it), and every mode brought to RGB by its meaning,
     not its bytes (16-bit and float greys scaled, not clipped; palettes and CMYK converted).
     `draft_side` lets JPEGs decode directly at a reduced scale no smaller than that.
+    `grey`: an 8-bit grey picture instead (L, by the same meaning of every mode); a JPEG
+    then decodes its brightness alone, without the colour planes (a third faster).
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"image must be bytes, not {type(data).__name__}")
@@ -130,7 +144,7 @@ def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None) -
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            im = Image.open(io.BytesIO(bytes(data)))
+            im = Image.open(io.BytesIO(data if isinstance(data, bytes) else bytes(data)))
             width, height = im.size
             if width <= 0 or height <= 0:
                 raise ImageError("corrupt_image", f"{width}x{height} canvas")
@@ -140,7 +154,7 @@ def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None) -
             # Pillow opens an animation (GIF, APNG, WebP) at its first frame; asking for
             # n_frames would walk every frame of a possibly hostile file, so we do not.
             if draft_side and im.format == "JPEG" and im.mode in ("RGB", "L", "CMYK"):
-                im.draft(im.mode, (draft_side, draft_side))
+                im.draft("L" if grey and im.mode != "CMYK" else im.mode, (draft_side, draft_side))
             im.load()
     except ImageError:
         raise
@@ -154,6 +168,8 @@ def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None) -
         raise ImageError("corrupt_image", f"{type(exc).__name__}: {exc}") from exc
     try:
         im = _upright(im)
+        if grey:
+            return im if im.mode == "L" else _to_rgb(im).convert("L")
         return _to_rgb(im)
     except ImageError:
         raise
@@ -225,7 +241,12 @@ def border_box(img: Image.Image, tolerance: int = TRIM_TOLERANCE, share: float =
     TRIM_MIN_SIDE pixels (a blank or nearly blank picture), the whole frame is kept:
     trimming never empties.
     """
-    arr = np.asarray(img.convert("L"), dtype=np.int16)
+    return _border_box(np.asarray(img.convert("L"), dtype=np.int16), tolerance, share, fringe)
+
+
+def _border_box(arr: np.ndarray, tolerance: int = TRIM_TOLERANCE, share: float = TRIM_SHARE,
+                fringe: int = TRIM_FRINGE) -> tuple[int, int, int, int]:
+    """`border_box` of a grey picture as an int16 array (h, w)."""
     h, w = arr.shape
     full = (0, 0, w, h)
     if h < TRIM_MIN_SIDE or w < TRIM_MIN_SIDE:
@@ -282,10 +303,10 @@ def work_size(img: Image.Image, side: int | None = None) -> Image.Image:
     return img.reduce(factor) if factor >= 2 else img
 
 
-def load_picture(data: bytes, max_pixels: int) -> Image.Image:
-    """An encoded picture decoded at work size (`load_image`, then `work_size`): what the
-    codes and CLIP read."""
-    return work_size(load_image(data, max_pixels, draft_side=WORK_SIDE))
+def load_picture(data: bytes, max_pixels: int, *, grey: bool = False) -> Image.Image:
+    """An encoded picture decoded at work size (`load_image`, then `work_size`): what CLIP
+    reads, and, `grey`, what the codes read."""
+    return work_size(load_image(data, max_pixels, draft_side=WORK_SIDE, grey=grey))
 
 
 def prepare(img: Image.Image) -> Image.Image:
@@ -391,22 +412,53 @@ def _lanczos(n_out: int, n_in: int) -> np.ndarray:
 
 # OpenBLAS runs a product of fewer than 4 x 65536 multiply-adds on the calling thread.
 _ONE_THREAD_MACS = 200_000
+_STRIP_BYTES = 96 * 1024  # a strip of the picture cast to float32 at a time (see _product)
 
 
 def _product(a: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """a @ m, as a batch of products of a few rows of `a` each. OpenBLAS spreads one product
-    the size of a picture's over every core, and on a busy machine those threads cost
-    several times the work in CPU seconds; products under its threading threshold
-    (_ONE_THREAD_MACS) run on the calling thread, with no setting to change and no
-    thread-pool library to load."""
+    """float32 a @ m, `a` of any numeric type, as a batch of products of a few rows of `a`
+    each, cast to float32 a strip at a time.
+
+    OpenBLAS spreads one product the size of a picture's over every core, and on a busy
+    machine those threads cost several times the work in CPU seconds; products under its
+    threading threshold (_ONE_THREAD_MACS) run on the calling thread, with no setting to
+    change and no thread-pool library to load. The strips are small for the same reason
+    of cost: a float32 copy of the whole picture is large enough for the C library to map
+    fresh pages for it on every picture, and faulting them in cost as much as the product."""
     n, k = a.shape
-    rows = max(1, _ONE_THREAD_MACS // max(1, k * m.shape[1]))
+    p = m.shape[1]
+    rows = max(1, _ONE_THREAD_MACS // max(1, k * p))
     if rows >= n:
-        return a @ m
-    pad = -n % rows
-    if pad:
-        a = np.concatenate([a, np.zeros((pad, k), a.dtype)])
-    return np.matmul(a.reshape(-1, rows, k), m).reshape(-1, m.shape[1])[:n]
+        return a.astype(np.float32) @ m
+    strip = rows * max(1, _STRIP_BYTES // (4 * k * rows))
+    out = np.empty((-(-n // rows) * rows, p), np.float32)
+    for start in range(0, n, strip):
+        block = a[start:start + strip].astype(np.float32)
+        if len(block) % rows:
+            block = np.concatenate([block, np.zeros((-len(block) % rows, k), np.float32)])
+        np.matmul(block.reshape(-1, rows, k), m, out=out[start:start + len(block)].reshape(-1, rows, p))
+    return out[:n]
+
+
+@lru_cache(maxsize=64)
+def _columns(w: int) -> np.ndarray:
+    """float32 (w, 81): the horizontal Lanczos weights of every thumbnail of a picture `w`
+    wide (see _thumbnails), side by side."""
+    side, n = PHASH_SIDE, HASH_SIZE
+    cw = max(1, round(w * CENTRE_FRACTION))
+    cl = (w - cw) // 2
+    cols = np.zeros((w, 2 * side + 2 * n + 1), np.float32)
+    cols[:, :side] = _lanczos(side, w).T
+    cols[cl:cl + cw, side:2 * side] = _lanczos(side, cw).T
+    cols[:, 2 * side:2 * side + n + 1] = _lanczos(n + 1, w).T
+    cols[:, 2 * side + n + 1:] = _lanczos(n, w).T
+    return cols
+
+
+def _to_levels(t: np.ndarray) -> np.ndarray:
+    """Rounded and clipped to 0..255 in place, as Pillow's 8-bit result of a pass is."""
+    np.rint(t, out=t)
+    return np.clip(t, 0.0, 255.0, out=t)
 
 
 def _thumbnails(grey: np.ndarray, box: tuple[int, int, int, int]
@@ -421,22 +473,17 @@ def _thumbnails(grey: np.ndarray, box: tuple[int, int, int, int]
     every thumbnail's horizontal pass is one product over the picture's rows (the centre's
     columns are weights that are zero outside it), and the vertical passes are small."""
     left, top, right, bottom = box
-    g = grey[top:bottom, left:right].astype(np.float32)
+    g = grey[top:bottom, left:right]
     h, w = g.shape
-    cw, ch = max(1, round(w * CENTRE_FRACTION)), max(1, round(h * CENTRE_FRACTION))
-    cl, ct = (w - cw) // 2, (h - ch) // 2
+    ch = max(1, round(h * CENTRE_FRACTION))
+    ct = (h - ch) // 2
     side, n = PHASH_SIDE, HASH_SIZE
-    cols = np.zeros((w, 2 * side + 2 * n + 1), np.float32)
-    cols[:, :side] = _lanczos(side, w).T
-    cols[cl:cl + cw, side:2 * side] = _lanczos(side, cw).T
-    cols[:, 2 * side:2 * side + n + 1] = _lanczos(n + 1, w).T
-    cols[:, 2 * side + n + 1:] = _lanczos(n, w).T
-    across = np.clip(np.rint(_product(g, cols)), 0.0, 255.0)
+    across = _to_levels(_product(g, _columns(w)))
     full = _product(_lanczos(side, h), across[:, :side])
     centre = _product(_lanczos(side, ch), across[ct:ct + ch, side:2 * side])
     wide = _product(_lanczos(n, h), across[:, 2 * side:2 * side + n + 1])
     tall = _product(_lanczos(n + 1, h), across[:, 2 * side + n + 1:])
-    return tuple(np.clip(np.rint(t), 0.0, 255.0) for t in (full, centre, wide, tall))  # type: ignore[return-value]
+    return tuple(_to_levels(t) for t in (full, centre, wide, tall))  # type: ignore[return-value]
 
 
 @dataclass
@@ -470,7 +517,7 @@ class ImageCodes:
 
 def codes_of(images: Sequence[Image.Image | None],
              errors: list[ImageError | None] | None = None) -> ImageCodes:
-    """Codes of decoded RGB pictures (None for a failed one): each brought to work size,
+    """Codes of decoded pictures, grey or RGB (None for a failed one): each brought to work size,
     grey, its borders found (`border_box`), and its four thumbnails made from that one
     array (`_thumbnails`). `image_codes` is the entry point for encoded bytes."""
     n = len(images)
@@ -479,8 +526,9 @@ def codes_of(images: Sequence[Image.Image | None],
     thumbs = []
     for i in good:
         try:
-            grey = work_size(images[i]).convert("L")
-            thumbs.append(_thumbnails(np.asarray(grey), border_box(grey)))
+            small = work_size(images[i])
+            grey = np.asarray(small if small.mode == "L" else small.convert("L"))
+            thumbs.append(_thumbnails(grey, _border_box(grey.astype(np.int16))))
         except Exception as exc:  # noqa: BLE001 - a decoded picture can still fail lazily
             errors[i] = ImageError("corrupt_image", f"{type(exc).__name__}: {exc}")
     good = [i for i in good if errors[i] is None]
@@ -499,7 +547,7 @@ def image_codes(images: list[bytes], max_pixels: int) -> ImageCodes:
     errors: list[ImageError | None] = []
     for data in images:
         try:
-            pictures.append(load_picture(data, max_pixels))
+            pictures.append(load_picture(data, max_pixels, grey=True))
             errors.append(None)
         except ImageError as exc:
             pictures.append(None)
