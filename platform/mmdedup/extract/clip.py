@@ -42,10 +42,12 @@ from typing import Any, Sequence
 import numpy as np
 from PIL import Image
 
-from .image import ImageError, load_image
+from .image import ImageError, load_picture
 from .registry import EncoderUnavailable, cache_dir, registry_dir, registry_entry, registry_file
 
-CLIP_CODE_VERSION = "clip1"  # mmdedup's side: decoding (EXIF, alpha on white), batching
+# mmdedup's side: decoding (EXIF, alpha on white, at image.WORK_SIDE), batching. clip2:
+# pictures decoded at work size (a JPEG drafted to it), as ingest decodes them.
+CLIP_CODE_VERSION = "clip2"
 BATCH_SIZE = 32
 
 
@@ -346,7 +348,7 @@ class ClipEncoder:
         pictures, errors = [], []
         for data in blobs:
             try:
-                pictures.append(load_image(data, max_pixels, draft_side=448))
+                pictures.append(load_picture(data, max_pixels))
                 errors.append(None)
             except ImageError as exc:
                 errors.append(exc)
