@@ -128,3 +128,26 @@ def test_pictures_of_an_older_version_signed_again(home: Path, db_url: str, pict
         {k: v for k, v in want.items() if "coffee.png" not in k}
     assert not any("coffee.png" in k for k in got)  # its stale codes are never compared
     assert [(f["key"], f["reason"]) for f in failures] == [("coffee.png", "missing_file")]
+
+
+def test_a_picture_changed_since_ingest_is_not_signed_again_from_its_new_bytes(
+        home: Path, db_url: str, pictures: Path, monkeypatch) -> None:
+    """Re-signing reads the file ingested; when its bytes are not the ones stored (sha256),
+    it is reported as changed and its old codes are never compared, the rest are signed."""
+    from mmdedup.signals.image import RESIGN_SOURCE, ImageSignal
+
+    with monkeypatch.context() as old:
+        old.setattr(ImageSignal, "version", lambda self: "img0-an-earlier-release")
+        with Platform.open(home, db_url) as before:
+            before.ingest(pictures)
+    # The same name, other content: another photo where the astronaut was.
+    save(Image.fromarray(data.camera()).convert("RGB"), pictures / "astro-small.jpg", quality=25)
+    with Platform.open(home, db_url) as after:
+        image = after.signal("image")
+        assert image.catch_up()
+        assert {k: v[0] for k, v in image.resign_failures.items()} == {"astro-small.jpg": "changed_file"}
+        got = _pair_set(after)
+        failures = [(f["key"], f["reason"]) for f in after.failures() if f["source"] == RESIGN_SOURCE]
+    assert failures == [("astro-small.jpg", "changed_file")]
+    assert not any("astro-small.jpg" in k for k in got)
+    assert ("astro-mirror.png", "astro.png") in got  # the unchanged copies pair again
