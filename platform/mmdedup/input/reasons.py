@@ -26,6 +26,8 @@ REASONS: dict[str, str] = {
                    "through a symbolic link",
     "symlink_loop": "a path runs into a loop of symbolic links",
     "invalid_file_name": "a file name in a folder is not valid UTF-8 (rename the file)",
+    "changed_file": "a stored picture's file, read again to sign it under a new release, "
+                    "is not the one ingested (its sha256 differs; ingest it again)",
     "unsupported_type": "a folder holds a file of an extension no item kind reads, or a link "
                         "to a folder (not followed)",
     "invalid_utf8": "a manifest line or a text file is not valid UTF-8",
