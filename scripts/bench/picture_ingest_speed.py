@@ -4,7 +4,9 @@ mmdedup: `mmdedup ingest FOLDER` of N JPEG photos (scikit-image's sample photos,
 scaled and re-encoded at about 1 megapixel) into a fresh SQLite store, every code the
 image signal computes and every database write included, CLIP off (no weights here).
 Baseline, in the same run: `imagehash.phash(Image.open(path))` for every file, nothing
-else. Each is timed in a process of its own, wall and CPU seconds.
+else; and, where the imagededup package is installed, its `PHash().encode_images` over the
+folder (a deduplication tool's own pHash pass, its imports included). Each is timed in a
+process of its own, wall and CPU seconds.
 
     python scripts/bench/picture_ingest_speed.py [--n 500]
 """
@@ -32,6 +34,12 @@ for path in sorted(Path(sys.argv[1]).glob("*.jpg")):
     imagehash.phash(Image.open(path))
 """
 
+IMAGEDEDUP = """
+import sys
+from imagededup.methods import PHash
+PHash(verbose=False).encode_images(image_dir=sys.argv[1])
+"""
+
 
 def make_photos(folder: Path, n: int, seed: int = 0) -> None:
     from skimage import data  # (a test extra: the benchmark's photos)
@@ -56,11 +64,19 @@ def main() -> None:
         photos.mkdir()
         make_photos(photos, args.n)
         base = child_seconds([sys.executable, "-c", BASELINE, str(photos)], env=env)
+        rows = [("imagehash.phash loop", base)]
+        try:
+            import importlib.util
+            if importlib.util.find_spec("imagededup") is not None:
+                rows.append(("imagededup PHash().encode_images",
+                             child_seconds([sys.executable, "-c", IMAGEDEDUP, str(photos)], env=env)))
+        except ImportError:
+            pass
         ours = child_seconds([sys.executable, "-m", "mmdedup", "--home", str(Path(tmp) / "home"),
                               "ingest", "--no-progress", str(photos)], env=env)
     print(f"| what ({args.n} JPEG photos, 1200x900) | wall s | CPU s | pictures/s (CPU) | ratio |")
     print("|---|---|---|---|---|")
-    for name, (wall, cpu) in (("imagehash.phash loop", base), ("mmdedup ingest, CLIP off", ours)):
+    for name, (wall, cpu) in (*rows, ("mmdedup ingest, CLIP off", ours)):
         print(f"| {name} | {wall:.2f} | {cpu:.2f} | {args.n / cpu:.0f} | {base[1] / cpu:.2f}x |")
 
 
