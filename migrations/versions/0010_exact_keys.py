@@ -42,17 +42,19 @@ def upgrade() -> None:
                           sa.column("version_id", sa.Integer), sa.column("value", sa.LargeBinary),
                           sa.column("seq", sa.BigInteger))
     conn.execute(sa.delete(signatures).where(signatures.c.kind == KIND))
-    vid = conn.execute(sa.select(versions.c.id).where(versions.c.kind == KIND,
-                                                      versions.c.version == VERSION)).scalar()
-    if vid is None:
-        vid = conn.execute(sa.insert(versions).values(kind=KIND, version=VERSION)
-                           .returning(versions.c.id)).scalar_one()
+    vid = None  # (the version's row is made with the first signature: a new store has none)
     last = 0
     while True:
         rows = conn.execute(sa.select(items.c.pk, items.c.content_key, items.c.text_hash)
                             .where(items.c.pk > last).order_by(items.c.pk).limit(BATCH)).all()
         if not rows:
             break
+        if vid is None:
+            vid = conn.execute(sa.select(versions.c.id).where(versions.c.kind == KIND,
+                                                              versions.c.version == VERSION)).scalar()
+        if vid is None:
+            vid = conn.execute(sa.insert(versions).values(kind=KIND, version=VERSION)
+                               .returning(versions.c.id)).scalar_one()
         last = rows[-1][0]
         conn.execute(sa.insert(signatures), [
             {"item_pk": pk, "kind": KIND, "version_id": vid, "seq": 0,
