@@ -12,6 +12,8 @@ Revises: 0009
 
 from __future__ import annotations
 
+import hashlib
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -26,7 +28,13 @@ BATCH = 10_000
 
 
 def _key64(digest: str | None) -> int:
-    return int(digest[:16], 16) if digest else 0
+    """signals/exact_keys.py key64, as it was when this migration was written."""
+    if not digest:
+        return 0
+    try:
+        return int(digest[:16], 16)
+    except ValueError:
+        return int.from_bytes(hashlib.sha256(digest.encode()).digest()[:8], "big")
 
 
 def upgrade() -> None:

@@ -138,7 +138,8 @@ class ClipSignal(Signal[np.ndarray, ClipSettings]):
             index.add(ids, vectors[: len(ids)])
 
     def index_remove(self, index: VectorIndex, pks: np.ndarray) -> None:
-        index.remove(entry_ids(pks, MAX_IMAGES))
+        if len(index):
+            index.remove(entry_ids(pks, MAX_IMAGES))
 
     def search(self, index: VectorIndex, values: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         vectors = np.concatenate(values)

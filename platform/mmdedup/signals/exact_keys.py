@@ -22,6 +22,7 @@ sees it; ingest asks it for an item's exact copies and queries for a text's.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, ClassVar, NamedTuple, Sequence
 
 import numpy as np
@@ -37,8 +38,15 @@ VERSION = "sha256-first64/1"
 
 
 def key64(digest: str | None) -> int:
-    """A SHA-256 hex digest's first 64 bits; 0 for none (no item's key is 0 but by 2**-64)."""
-    return int(digest[:16], 16) if digest else 0
+    """A SHA-256 hex digest's first 64 bits; 0 for none (no item's key is 0 but by 2**-64).
+    A key that is not hex (written by hand into a store) is hashed first: every key maps
+    to some number, and the full keys decide."""
+    if not digest:
+        return 0
+    try:
+        return int(digest[:16], 16)
+    except ValueError:
+        return int.from_bytes(hashlib.sha256(digest.encode()).digest()[:8], "big")
 
 
 def _table() -> BandLSH:

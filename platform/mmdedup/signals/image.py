@@ -197,6 +197,8 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
             index.centre.add(ids, codes.centre[: len(ids), 0])
 
     def index_remove(self, index: ImageIndex, pks: np.ndarray) -> None:
+        if not len(index.full) and not len(index.centre):
+            return
         ids = entry_ids(pks, MAX_IMAGES)
         index.full.remove(ids)
         index.centre.remove(ids)

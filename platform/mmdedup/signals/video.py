@@ -78,7 +78,8 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
             index.add(ids, frames.codes[: len(ids)])
 
     def index_remove(self, index: HammingIndex, pks: np.ndarray) -> None:
-        index.remove(entry_ids(pks, MAX_FRAMES))
+        if len(index):  # (every id a chunk's items could own is thousands each: not for nothing)
+            index.remove(entry_ids(pks, MAX_FRAMES))
 
     def search(self, index: HammingIndex, values: list[VideoFrames]) -> tuple[np.ndarray, np.ndarray]:
         rows, found = [], []
