@@ -121,15 +121,23 @@ def count_texts(session: Session) -> int:
         SignatureVersion.kind == "text")) or 0
 
 
-def scan_tokens(session: Session, kind: str, after: int, limit: int = 2000) -> list[tuple]:
-    """(pk, tokens version, tokens) of the next `limit` items with text after pk `after`,
-    in pk order; version and tokens None where none are stored."""
-    return session.execute(
-        select(Item.pk, SignatureVersion.version, Signature.value)
-        .outerjoin(Signature, (Signature.item_pk == Item.pk) & (Signature.kind == kind))
-        .outerjoin(SignatureVersion, SignatureVersion.id == Signature.version_id)
-        .where(Item.pk > after, Item.text_hash.is_not(None))
-        .order_by(Item.pk).limit(limit)).all()
+def scan_texts(session: Session, after: int, through: int | None = None,
+               limit: int = 2000) -> list[tuple[int, str | None, str | None, str | None]]:
+    """(pk, title, text, page text) of the next `limit` items with text after pk `after`
+    (up to pk `through`, if given), in pk order: what a TF-IDF refresh counts and re-signs,
+    a batch a step."""
+    query = select(Item.pk, Item.title, Item.text, Item.page_text).where(
+        Item.pk > after, Item.text_hash.is_not(None))
+    if through is not None:
+        query = query.where(Item.pk <= through)
+    return [tuple(r) for r in session.execute(query.order_by(Item.pk).limit(limit)).all()]
+
+
+def last_text_pk(session: Session) -> int:
+    """The largest pk of an item with text (0 if none). Walked back from the last pk, not
+    MAX() under the filter: text_hash has no index, and MAX() with a WHERE reads every item."""
+    return session.scalar(select(Item.pk).where(Item.text_hash.is_not(None))
+                          .order_by(Item.pk.desc()).limit(1)) or 0
 
 
 def texts_of(session: Session, pks: list[int]) -> list[tuple[int, str | None, str | None, str | None]]:

@@ -7,7 +7,7 @@ kind; what belongs to a version (frequencies, words) hangs off the row's pk.
 from __future__ import annotations
 
 import numpy as np
-from sqlalchemy import func, insert, select
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from .db import insert_rows
@@ -51,6 +51,44 @@ def add_doc_freqs(session: Session, model_pk: int, keys: np.ndarray, df: np.ndar
     """Frequencies of a new TF-IDF version; `keys` sorted, `df` aligned with them."""
     rows = list(zip(keys.view(np.int64).tolist(), df.tolist()))
     insert_rows(session, DocFreq, ("term_hash", "df"), rows, {"model_pk": model_pk})
+
+
+def pending_row(session: Session, kind: str) -> ModelVersion | None:
+    """The one row of `kind` (a model being built step by step, e.g. a TF-IDF refresh)."""
+    return session.scalar(select(ModelVersion).where(ModelVersion.kind == kind).order_by(ModelVersion.pk).limit(1))
+
+
+def version_row(session: Session, kind: str, version: str) -> ModelVersion | None:
+    return session.scalar(select(ModelVersion).where(ModelVersion.kind == kind, ModelVersion.version == version))
+
+
+def new_row(session: Session, kind: str, version: str, params: dict) -> ModelVersion:
+    row = ModelVersion(kind=kind, version=version, params=params, active=False)
+    session.add(row)
+    session.flush()
+    return row
+
+
+def delete_row(session: Session, row: ModelVersion) -> None:
+    """A model row and what hangs off it (frequencies, words)."""
+    session.execute(delete(DocFreq).where(DocFreq.model_pk == row.pk))
+    session.execute(delete(WordWeight).where(WordWeight.model_pk == row.pk))
+    session.delete(row)
+    session.flush()
+
+
+def add_doc_freq_counts(session: Session, model_pk: int, keys: np.ndarray, counts: np.ndarray) -> None:
+    """Add document counts to a version's frequencies (a refresh counting a batch of
+    texts): one INSERT .. ON CONFLICT DO UPDATE through the driver, which SQLite and
+    PostgreSQL both speak; the row-by-row ORM path cost more than the counting."""
+    if not len(keys):
+        return
+    conn = session.connection()
+    mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+    sql = (f"INSERT INTO doc_freqs (model_pk, term_hash, df) VALUES ({mark}, {mark}, {mark}) "
+           "ON CONFLICT (model_pk, term_hash) DO UPDATE SET df = doc_freqs.df + excluded.df")
+    conn.exec_driver_sql(sql, list(zip([model_pk] * len(keys), np.asarray(keys, np.uint64).view(np.int64).tolist(),
+                                       np.asarray(counts, np.int64).tolist())))
 
 
 def word_weights(session: Session, model_pk: int) -> list[tuple[str, float]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Iterable
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from .db import insert_rows, select_in
@@ -169,3 +169,41 @@ def stale_pks(session: Session, kind: str, version: str, after: int, limit: int)
     return list(session.scalars(select(Signature.item_pk).where(
         Signature.version_id.in_(others), Signature.item_pk > after)
         .order_by(Signature.item_pk).limit(limit)))
+
+
+def move_signatures(session: Session, kind: str, to_kind: str, version: str, limit: int) -> int:
+    """Move up to `limit` signatures of `kind` and `version` to `to_kind` (the same version,
+    named by to_kind's number for it), replacing what those items held there: a finished
+    TF-IDF refresh moving its signatures into place, a batch a step. Returns how many moved.
+
+    Rows are picked in the (version, write) index's order, not by item pk: moved rows leave
+    the version, so each batch is the index's first `limit` entries, where ordering by pk
+    would sort every row still to move, each step."""
+    seq = session.info.get("write_seq")
+    if seq is None:
+        raise RuntimeError("signatures are written under the store's write lock (store.locks.take_write_lock)")
+    vid = version_id(session, kind, version)
+    if vid is None:
+        return 0
+    pks = list(session.scalars(select(Signature.item_pk).where(Signature.version_id == vid).limit(limit)))
+    if pks:
+        session.execute(delete(Signature).where(Signature.kind == to_kind, Signature.item_pk.in_(pks)))
+        session.execute(update(Signature).where(Signature.kind == kind, Signature.item_pk.in_(pks))
+                        .values(kind=to_kind, version_id=version_id(session, to_kind, version, create=True),
+                                seq=seq))
+    return len(pks)
+
+
+def delete_other_versions(session: Session, kind: str, keep: list[str], limit: int | None = None) -> int:
+    """Delete up to `limit` (all if None) signatures of `kind` whose version is not in
+    `keep`; returns how many."""
+    doomed = [vid for vid, name in _version_ids(session, kind).items() if name not in keep]
+    if not doomed:
+        return 0
+    where = Signature.version_id.in_(doomed)
+    if limit is None:
+        return session.execute(delete(Signature).where(where)).rowcount or 0
+    pks = list(session.scalars(select(Signature.item_pk).where(where).limit(limit)))
+    if pks:
+        session.execute(delete(Signature).where(Signature.kind == kind, Signature.item_pk.in_(pks)))
+    return len(pks)
