@@ -21,7 +21,7 @@ from mmdedup.extract.tokens import tokenize
 from mmdedup.input.items import probe_item
 from mmdedup.store.schema import Item, Signature, SignatureVersion
 from mmdedup.extract.text_sketches import SHINGLE_N, TextSigner, _shingles, tokenize_texts
-from mmdedup.signals.text import TOKENS_KIND
+from mmdedup.signals.text_refresh import TOKENS_KIND
 
 from helpers import sign_as
 

@@ -350,9 +350,12 @@ class Settings:
 
     # TF-IDF (the text signal's term weights): jieba's IDF prior until this many texts,
     # then corpus frequencies, frozen anew (and everything re-signed) each time the corpus
-    # has grown by this factor.
+    # has grown by this factor. A refresh runs a bounded step after each chunk, spread
+    # over most of the growth to the next one (signals/text_refresh.py); in a store of at
+    # most `tfidf_refresh_at_once` texts it runs whole after the chunk that reached it.
     tfidf_min_docs: int = setting(200, COUNT)
     tfidf_refresh_growth: float = setting(8.0, Number(float, lo=1, lo_open=True))
+    tfidf_refresh_at_once: int = setting(2000, Number(int, lo=0))
 
     # Learned word weights (learn/weights.py): multiplier = exp(step * net label evidence),
     # bounded; a word at the floor leaves the sketches. 3 net labels reach either bound.

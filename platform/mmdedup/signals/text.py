@@ -1,13 +1,19 @@
 """The `text` signal: TF-IDF weighted sketches of an item's text, and their life in a store.
 
 What it keeps beyond the contract's shared work (signals/base.py):
-- the token sequences of every text (signature kind "tokens"), so that re-weighting and
-  re-signing never tokenise a text again;
+- no token sequences: re-weighting and re-signing tokenise the stored text again. A
+  stored sequence is 8 bytes a token (about 3.2 KB for a 400-word text, more than the
+  sketches and everything else an item costs the store together), while tokenising and
+  hashing a plain text again costs about what reading and unpacking its stored sequence
+  did (docs/benchmarks.md, "TF-IDF refresh without a stall"); Chinese text is the
+  exception (jieba is slower), paid only when texts are re-signed. Stores that hold
+  sequences (kind "tokens") have them deleted a batch a chunk;
 - the active signer (TF-IDF model and learned word weights, extract/text_sketches.py),
   loaded lazily, so commands that never touch text never load jieba's IDF table;
 - TF-IDF refreshes: once `tfidf_min_docs` texts are stored, then at each
-  `tfidf_refresh_growth`-fold growth, document frequencies are counted from the stored
-  tokens, frozen as a version, and every text re-signed and re-paired under it;
+  `tfidf_refresh_growth`-fold growth, document frequencies are counted over the stored
+  texts, frozen as a version, and every text re-signed and re-paired under it, a bounded
+  step after each chunk (text_refresh.py);
 - decisive words (`Decisive`): a pair whose texts differ in a word reviewers found decisive
   keeps only part of its raw similarity.
 
@@ -16,6 +22,7 @@ Its index is a SimHash Hamming index plus band LSH over the weighted MinHash.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Sequence
 
@@ -24,7 +31,6 @@ from sqlalchemy.orm import Session
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
-from ..extract.shingles import SHORT_CHARS
 from ..extract.tokenbatch import TokenBatch
 from ..extract.text_sketches import (
     NUM_PERM,
@@ -33,7 +39,6 @@ from ..extract.text_sketches import (
     TextSketches,
     similarity,
     tokenize_texts,
-    tokens_version,
 )
 from ..index.hamming import HammingIndex
 from ..index.lsh import BandLSH, optimal_params
@@ -42,14 +47,15 @@ from ..score.pairs import candidate_pairs
 from ..store import models
 from ..store.db import activate_version
 from ..store.locks import take_write_lock
-from ..store.items import count_texts, scan_tokens, texts_of
+from ..store.items import count_texts, scan_texts, texts_of
 from ..store.pairs import pairs_touching
-from ..store.signatures import has_any, has_other_version, load_signatures, replace_signatures
+from ..store.signatures import delete_other_versions, has_any, has_other_version, load_signatures, replace_signatures
+from ..score.pairs import SignalValues
 from .base import Signal
+from .text_refresh import NEXT_KIND, PENDING_KIND, TOKENS_KIND, Refresher, refresh_rate
 
-TOKENS_KIND = "tokens"
 WORDS_KIND = "words"  # the model kind of learned word weights
-_TOKEN_BYTES = 8  # a stored token: one uint64 hash
+_SCAN = 2000  # texts a batch when every text is read (a retrain's count and re-sign)
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,11 @@ def freeze(session: Session, keys: np.ndarray, df: np.ndarray, n_docs: int) -> T
     """Store a TF-IDF version from document frequencies and make it the active one (an
     identical version already stored is re-activated instead). Frozen, because a signature
     is only comparable with signatures made under the same weights: the weights a batch is
-    signed with must not drift while it is being signed."""
+    signed with must not drift while it is being signed. A refresh under way is dropped:
+    these frequencies are over every text, and everything is re-signed under them."""
+    pending = models.pending_row(session, PENDING_KIND)
+    if pending is not None:
+        models.delete_row(session, pending)
     model = TfidfModel.from_counts(keys, df, n_docs)
     row, created = activate_version(session, "tfidf", model.version,
                                     {"n_docs": n_docs, "terms": int(len(keys))})
@@ -131,6 +141,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         self.refreshes = 0
         self._texts: int | None = None  # texts in the store, at most (see needs_refresh)
         self._caught_up: str | None = None  # signer version whose stale signatures were redone
+        self.refresher = Refresher(self)
+        self._chunk_texts = 0  # texts signed by the chunk just written: its refresh budget
 
     # --- the signer ----------------------------------------------------------------------
 
@@ -147,14 +159,30 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     def follow_active(self) -> None:
         """Drop the signer if another process (a retrain) changed the active models, so
         this long-lived signal never signs under superseded ones."""
-        if self._signer is None:
-            return
         with self.sessions() as session:
+            if self._signer is None:
+                self.refresher.follow(session)
+                return
             active = models.active_versions(session, ("tfidf", WORDS_KIND))
-        mine = {"tfidf": self._signer.model.version, WORDS_KIND: self._signer.words.version}
-        if any(active.get(k, v) != v for k, v in mine.items()):
-            self._signer = None
-            self._index = None
+            mine = {"tfidf": self._signer.model.version, WORDS_KIND: self._signer.words.version}
+            if any(active.get(k, v) != v for k, v in mine.items()):
+                p = self.refresher.pending
+                if p is not None and active.get("tfidf") == p.tfidf \
+                        and active.get(WORDS_KIND, UNIT.version) == p.signer.words.version:
+                    # Another process finished the refresh this one was signing along:
+                    # its pending index, caught up, is the active index.
+                    self.refresher.pending_index(session)
+                    self.adopt(p.signer, p.index, p.seq)
+                else:
+                    self._signer = None
+                    self._index = None
+            self.refresher.follow(session)
+
+    def adopt(self, signer: TextSigner, index: TextIndex, seq: int) -> None:
+        """Make a refresh's signer and its pending index (caught up to write `seq`) the
+        active ones, with no rebuild of the index."""
+        self._signer = signer
+        self._index, self._index_version, self._seq = index, signer.version, seq
 
     def reload(self) -> bool:
         """Re-read the active TF-IDF model and word weights (a retrain or rollback changed
@@ -180,6 +208,9 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         version = self.signer.version
         if self._caught_up == version:
             return False
+        with self.sessions() as session:
+            if self.refresher.tidying(session):
+                return False  # (the old version's signatures are the tidy's to replace)
         stale = self._has_stale_signatures()
         if stale:
             self.resign_all()
@@ -248,9 +279,63 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     @staticmethod
     def _stored_words(session: Session, decisive: Decisive, pks: np.ndarray) -> dict[int, frozenset]:
-        """The decisive words of stored items, from their token sequences."""
-        found = load_signatures(session, TOKENS_KIND, tokens_version(), np.unique(pks).tolist())
-        return {pk: decisive.words_in(np.frombuffer(v, np.uint64)) for pk, v in found.items()}
+        """The decisive words of stored items, from their texts tokenised again (only
+        where reviewers made some word decisive, and only for the pairs scored)."""
+        rows = [(pk, text_for_signals(*parts)) for pk, *parts in texts_of(session, np.unique(pks).tolist())]
+        rows = [(pk, t) for pk, t in rows if t.strip()]
+        tokens = tokenize_texts([t for _, t in rows])
+        return {pk: decisive.words_in(tokens.doc(i)) for i, (pk, _) in enumerate(rows)}
+
+    def stored(self, session: Session, pks: Sequence[int]) -> tuple[dict[int, int], Any]:
+        """As the contract's, from either signature slot: after a refresh switched
+        versions, its signatures move into the "text" slot a batch a step."""
+        version = self.version()
+        found = load_signatures(session, self.name, version, list(pks))
+        if len(found) < len(pks):
+            rest = [pk for pk in pks if pk not in found]
+            found.update(load_signatures(session, NEXT_KIND, version, rest))
+        return {pk: i for i, pk in enumerate(found)}, self.unpack_many(list(found.values()))
+
+    def _open_index(self, session: Session, version: str) -> tuple[Any, int]:
+        """As the contract's, plus the signatures of that version still in the second slot
+        (a refresh switched versions and its tidy has not moved them all yet)."""
+        index, seq = super()._open_index(session, version)
+        extra = load_signatures(session, NEXT_KIND, version)
+        if extra:
+            pks = np.fromiter(extra, np.int64, len(extra))
+            self.index_remove(index, pks)
+            self.index_add(index, pks, self.unpack_many(list(extra.values())))
+        return index, seq
+
+    def pair_values(self, session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
+        """As the contract's; while a refresh signs texts under a pending version, a pair
+        whose two texts both have pending signatures is scored under it instead (a pair is
+        always scored with signatures of one version)."""
+        out = super().pair_values(session, a, b)
+        p = self.refresher.pending
+        if p is None or not len(a):
+            return out
+        found = load_signatures(session, NEXT_KIND, p.signer.version, np.unique(np.concatenate([a, b])).tolist())
+        if not found:
+            return out
+        pos = {pk: i for i, pk in enumerate(found)}
+        ra = np.array([pos.get(pk, -1) for pk in a.tolist()], np.int64)
+        rb = np.array([pos.get(pk, -1) for pk in b.tolist()], np.int64)
+        both = (ra >= 0) & (rb >= 0)
+        if not both.any():
+            return out
+        batch = self.unpack_many(list(found.values()))
+        raw, details = self.similarity(batch.take(ra[both]), batch.take(rb[both]))
+        raw, details = self.adjust(session, a[both], b[both], raw, details)
+        out.values[both] = self.calibrate(raw)
+        for key, col in details.items():
+            if key in out.details:
+                out.details[key][both] = col
+            else:
+                full = np.zeros(len(a), np.asarray(col).dtype)
+                full[both] = col
+                out.details[key] = full
+        return out
 
     # --- ingest --------------------------------------------------------------------------
 
@@ -259,12 +344,15 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         gone = [pk for pk, li in changed if not li.signal_text.strip()]
         if gone:
             self.index_remove(index, np.asarray(gone, np.int64))
+            if self.refresher.pending is not None:
+                self.index_remove(self.refresher.pending_index(session), np.asarray(gone, np.int64))
         texts = [(pk, li) for pk, li in changed if li.signal_text.strip()]
         if not texts:
             return None
         pks = np.fromiter((pk for pk, _ in texts), np.int64, len(texts))
         if self._texts is not None:
             self._texts += len(texts)
+        self._chunk_texts += len(texts)
         # Extraction tokenised plain texts already (maybe in a worker); pages are done here.
         todo = [li for _, li in texts if li.tokens is None]
         if todo:
@@ -272,12 +360,13 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             for i, li in enumerate(todo):
                 li.tokens = batch.doc(i)
         tokens = TokenBatch.from_arrays([li.tokens for _, li in texts])
-        self._store_tokens(session, pks, tokens, fresh=True)
-        return self._sign(session, pks, tokens, [li.signal_text for _, li in texts], fresh=True)
-
-    def _store_tokens(self, session: Session, pks: np.ndarray, tokens: TokenBatch, *, fresh: bool = False) -> None:
-        replace_signatures(session, TOKENS_KIND, tokens_version(),
-                           ((pk, tokens.doc(i).tobytes()) for i, pk in enumerate(pks.tolist())), fresh=fresh)
+        signal_texts = [li.signal_text for _, li in texts]
+        found = self._sign(session, pks, tokens, signal_texts, fresh=True)
+        if self.refresher.pending is not None:
+            # A refresh is signing: new texts are signed under both versions, and found in
+            # both indexes (those the refresh has not reached yet find them when it does).
+            found = np.concatenate([found, self.refresher.sign_pending(session, pks, tokens, signal_texts)])
+        return found
 
     def _sign(self, session: Session, pks: np.ndarray, tokens: TokenBatch,
               texts: Sequence[str | None] | None, *, fresh: bool = False) -> np.ndarray:
@@ -297,8 +386,36 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
 
     def after_chunk(self) -> None:
-        if self.needs_refresh():
-            self.refresh()
+        """A bounded step of a TF-IDF refresh (text_refresh.py), its budget the texts the
+        chunk signed; and a batch of the token sequences older stores kept, deleted."""
+        texts, self._chunk_texts = self._chunk_texts, 0
+        if texts == 0:
+            return
+        with self.sessions() as session:
+            busy = self.refresher.row(session) is not None or has_any(session, TOKENS_KIND)
+        due = not busy and self.needs_refresh()
+        if not busy and not due:
+            return
+        budget = max(1, math.ceil(refresh_rate(self.settings.tfidf_refresh_growth) * texts))
+        if due and self._texts is not None and self._texts <= self.settings.tfidf_refresh_at_once:
+            self.refresh()  # a small store: the whole refresh now, as one bounded piece
+            return
+        with self.sessions.begin() as session:
+            take_write_lock(session)
+            self.refresher.drop_tokens(session, budget * 4)
+            if self._follow_refresh(session):
+                self.refresher.step(session, budget, start=due)
+
+    def _follow_refresh(self, session: Session) -> bool:
+        """Whether this process's models are the store's (a step under other models would
+        sign under superseded ones); if not, they are dropped, to be read again."""
+        active = models.active_versions(session, ("tfidf", WORDS_KIND))
+        if (active.get("tfidf", PRIOR_VERSION) != self.signer.model.version
+                or active.get(WORDS_KIND, UNIT.version) != self.signer.words.version):
+            self._signer = self._index = None
+            self.refresher.pending = None
+            return False
+        return True
 
     # --- TF-IDF refresh ------------------------------------------------------------------
 
@@ -316,26 +433,25 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         return self._texts >= due
 
     def refresh(self) -> None:
-        """Count document frequencies over the stored token sequences, freeze them as the
-        active TF-IDF version, and re-sign and re-pair every text under it. If another
-        process refreshed first, this one follows its model instead."""
-        keys, df, n_docs = self.count_frequencies()
-        with self.sessions.begin() as session:
-            take_write_lock(session)
-            mine = self.signer.model.version
-            if (models.active_version(session, "tfidf") or PRIOR_VERSION) != mine:
-                self._signer = self._index = None
-                return
-            model = freeze(session, keys, df, n_docs)
-        self._signer = TextSigner(model, self.signer.words)
-        self.resign_all()
-        self.refreshes += 1
+        """A whole TF-IDF refresh now (the one under way, or a new one): steps of `_SCAN`
+        texts, each its own transaction, until the new version is active and tidied. If
+        another process refreshed first, this one follows its model instead."""
+        start = True
+        while True:
+            with self.sessions.begin() as session:
+                take_write_lock(session)
+                if not self._follow_refresh(session):
+                    return
+                if not self.refresher.step(session, _SCAN, start=start):
+                    return
+            start = False
 
     def count_frequencies(self) -> tuple[np.ndarray, np.ndarray, int]:
-        """(term hashes, document frequencies, documents) over every stored text."""
+        """(term hashes, document frequencies, documents) over every stored text (a
+        retrain's count, all at once: a scheduled job)."""
         counts = (np.zeros(0, np.uint64), np.zeros(0, np.int64))
         n_docs = 0
-        for _, tokens, _ in self._scan_tokens(texts=False):
+        for _, tokens, _ in self._scan_texts():
             counts = merge_counts(counts, count_documents(tokens))
             n_docs += int(np.count_nonzero(tokens.lengths))
         return counts[0], counts[1], n_docs
@@ -344,12 +460,19 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         """Re-sign every stored text under the active signer, then re-score its new
         candidates together with the pairs it already had (scores move with the weights;
         a pair that no longer reaches `pair_floor` is removed). Returns how many pairs were
-        scored: those it had and those found again."""
+        scored: those it had and those found again. A refresh under way is dropped (with
+        its signatures), and so are token sequences older stores kept: this signs
+        everything under the models in force."""
+        with self.sessions.begin() as session:
+            take_write_lock(session)
+            self.refresher.cancel(session)
+            delete_other_versions(session, NEXT_KIND, [])
+            delete_other_versions(session, TOKENS_KIND, [])
         self._index = self.new_index()
         self._index_version = self.signer.version
         self._seq = 0  # (the first batch adds what others signed under this version)
         rescored = 0
-        for pks, tokens, texts in self._scan_tokens():
+        for pks, tokens, texts in self._scan_texts():
             with self.sessions.begin() as session:
                 take_write_lock(session)
                 found = self._sign(session, pks, tokens, texts)
@@ -362,40 +485,18 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         self.finish()
         return rescored
 
-    def _scan_tokens(self, *, texts: bool = True) -> Iterator[tuple[np.ndarray, TokenBatch, list[str | None]]]:
-        """(pks, token sequences, texts) of every item with text, in pk order, a chunk at
-        a time. Items whose stored tokens are missing or of another tokenizer version are
-        tokenised again (and stored) on the way. `texts`: also the texts of the items
-        with fewer than SHORT_CHARS tokens, which signing needs (`sign_tokens`); the
-        other entries are None (all of them without `texts`)."""
-        version = tokens_version()
+    def _scan_texts(self) -> Iterator[tuple[np.ndarray, TokenBatch, list[str]]]:
+        """(pks, token sequences, texts) of every item with text, in pk order, `_SCAN` at
+        a time, tokenised from the stored texts."""
         last = 0
         while True:
-            with self.sessions.begin() as session:
-                take_write_lock(session)  # (stale token sequences are stored again)
-                rows = scan_tokens(session, TOKENS_KIND, last)
-                if not rows:
-                    return
-                last = rows[-1][0]
-                stale = [i for i, r in enumerate(rows) if r[1] != version]
-                # Texts are read only for the items that must be tokenised again and
-                # (signing) those short enough that their sketches may need character
-                # n-grams: most items of most scans need just the stored sequences. A
-                # stale item's text is kept whatever its new length (it costs nothing).
-                wanted = stale + [i for i, r in enumerate(rows)
-                                  if texts and r[1] == version and len(r[2]) < SHORT_CHARS * _TOKEN_BYTES]
-                found: dict[int, str] = {}
-                if wanted:
-                    found = {pk: text_for_signals(*parts)
-                             for pk, *parts in texts_of(session, [rows[i][0] for i in wanted])}
-                fresh = {}
-                if stale:
-                    redo = tokenize_texts([found[rows[i][0]] for i in stale])
-                    self._store_tokens(session, np.array([rows[i][0] for i in stale], np.int64), redo)
-                    fresh = {i: redo.doc(j) for j, i in enumerate(stale)}
-            docs = [fresh[i] if i in fresh else np.frombuffer(r[2], np.uint64) for i, r in enumerate(rows)]
-            given = [found.get(r[0]) if texts else None for r in rows]
-            yield (np.array([r[0] for r in rows], np.int64), TokenBatch.from_arrays(docs), given)
+            with self.sessions() as session:
+                rows = scan_texts(session, last, None, _SCAN)
+            if not rows:
+                return
+            last = rows[-1][0]
+            texts = [text_for_signals(*r[1:]) for r in rows]
+            yield np.array([r[0] for r in rows], np.int64), tokenize_texts(texts), texts
 
     # --- queries -------------------------------------------------------------------------
 

@@ -1,0 +1,301 @@
+"""TF-IDF refreshes a step at a time: no chunk of an ingest waits for the whole store.
+
+A refresh counts document frequencies over every stored text, freezes them as a TF-IDF
+version, and signs every text again under it. Done at once, that is work in proportion
+to the store, between two chunks: a stall that grows with the store. Here it is a
+sequence of steps, one after each chunk, each bounded by the chunk's own size (`budget`):
+
+- count: the texts stored when the refresh point was reached (pk <= `through`) are
+  tokenised and counted a batch a step, the counts added to the frequencies of a pending
+  model row (kind "tfidf-pending"); after the last batch they are frozen as a version;
+- sign: every text stored by then is signed again under the pending version, a batch a
+  step, into a second signature slot (kind "text:next": a signature row is keyed by item
+  and kind, so the active version's row stays where it is), indexed in a pending index,
+  and its candidates there scored. Texts ingested meanwhile are signed under both
+  versions, searched in both indexes, so they are found against every stored text at
+  once. A pair whose two texts both have pending signatures is scored under the pending
+  version, any other under the active one (`TextSignal.pair_values`): never across;
+- switch, after the last batch: the pending version becomes the active one, and the
+  pending index the active index (no rebuild);
+- tidy: the pending signatures move into the "text" slot (replacing the old version's)
+  and every scored pair is scored again under the new version, a batch a step, as the
+  all-at-once refresh re-scored the pairs it touched. Until then, reads of a version look
+  in both slots (`TextSignal.stored`, `_open_index`).
+
+The state (phase, cursor, the pending frequencies) is in the store and every step runs
+under the write lock, so a killed process, a second ingest, or the next run continue it.
+A retrain or a re-sign of every text (new word weights) cancels a pending refresh: it
+counts and signs everything itself.
+
+The rate: a refresh reached at n texts must be done (count n, sign about n plus what
+arrives meanwhile) before the store grows by `tfidf_refresh_growth` (g) to the next
+point. With r texts of refresh work per text ingested, counting takes n / r new texts and
+signing (n + n / r) / r, so 2 / r + 1 / r^2 = 0.8 (g - 1) spreads a refresh over 80% of
+the interval: work per ingested text stays nearly constant (a refresh is nearly always
+running) rather than a burst, and a margin is left for tidying. A store of at most
+`tfidf_refresh_at_once` texts refreshes whole after the chunk that reached the point,
+as before: its cost is bounded by that setting, not by the store.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from ..extract.term_weights import PRIOR_VERSION, TfidfModel, count_documents
+from ..extract.text_sketches import TextSigner, tokenize_texts
+from ..input.items import text_for_signals
+from ..score.pairs import candidate_pairs
+from ..store import models
+from ..store.db import activate_version
+from ..store.items import last_text_pk, scan_texts
+from ..store.locks import last_write
+from ..store.pairs import stale_pairs
+from ..store.schema import ModelVersion
+from ..store.signatures import (
+    delete_other_versions,
+    load_signatures,
+    move_signatures,
+    replace_signatures,
+    signatures_since,
+)
+
+if TYPE_CHECKING:
+    from .text import TextSignal
+
+PENDING_KIND = "tfidf-pending"
+NEXT_KIND = "text:next"  # the second slot of text signatures, while a refresh runs
+TOKENS_KIND = "tokens"  # token sequences older stores kept per text: deleted a batch a step
+_COUNTING, _TIDY = "counting", "tidy"  # the pending row's version in those phases
+# Tidying moves rows and re-scores pairs, far cheaper a unit than signing a text.
+_TIDY_FACTOR = 16
+
+
+def refresh_rate(growth: float) -> float:
+    """Texts of refresh work (counted or signed) per text ingested (module docstring)."""
+    a = 0.8 * (growth - 1)
+    return (1 + math.sqrt(1 + a)) / a
+
+
+@dataclass
+class Pending:
+    """This process's view of a refresh in its sign phase: the pending signer and index."""
+
+    tfidf: str  # the pending TF-IDF version
+    signer: TextSigner
+    index: Any = None
+    seq: int = 0  # the last write the pending index has caught up with
+
+
+class Refresher:
+    """The refresh steps of one text signal (see the module docstring)."""
+
+    def __init__(self, signal: TextSignal) -> None:
+        self.signal = signal
+        self.pending: Pending | None = None
+        # Work done, by kind ("counted", "signed", "moved", "rescored"), for tests and
+        # benchmarks: what bounds a step is counted, not timed.
+        self.work: Counter[str] = Counter()
+
+    # --- state ---------------------------------------------------------------------------
+
+    @staticmethod
+    def row(session: Session) -> ModelVersion | None:
+        return models.pending_row(session, PENDING_KIND)
+
+    def follow(self, session: Session) -> None:
+        """Take up the refresh as the store has it: the pending signer in the sign phase
+        (its index caught up with what other processes signed), none otherwise."""
+        row = self.row(session)
+        phase = row.params.get("phase") if row is not None else None
+        if phase != "sign":
+            self.pending = None
+            return
+        if self.pending is None or self.pending.tfidf != row.version:
+            keys, df = models.doc_freqs(session, row.pk)
+            model = TfidfModel.from_counts(keys, df, int(row.params["n_docs"]))
+            self.pending = Pending(row.version, TextSigner(model, self.signal.signer.words))
+
+    def pending_index(self, session: Session) -> Any:
+        """The pending index, caught up with every pending signature in the store."""
+        p = self.pending
+        assert p is not None
+        if p.index is None:
+            p.seq = last_write(session)
+            p.index = self.signal.new_index()
+            stored = load_signatures(session, NEXT_KIND, p.signer.version)
+            self._index_blobs(p.index, stored)
+        elif last_write(session) != p.seq:
+            new = signatures_since(session, NEXT_KIND, p.signer.version, p.seq)
+            self._index_blobs(p.index, new, replace=True)
+            p.seq = last_write(session)
+        return p.index
+
+    def _index_blobs(self, index: Any, stored: dict[int, bytes], replace: bool = False) -> None:
+        if not stored:
+            return
+        pks = np.fromiter(stored, np.int64, len(stored))
+        if replace:
+            self.signal.index_remove(index, pks)
+        self.signal.index_add(index, pks, self.signal.unpack_many(list(stored.values())))
+
+    def sign_pending(self, session: Session, pks: np.ndarray, tokens: Any, texts: list[str | None]) -> np.ndarray:
+        """Sign texts under the pending version into the second slot, index them in the
+        pending index and return their candidate pairs there."""
+        p = self.pending
+        assert p is not None
+        index = self.pending_index(session)
+        sk = p.signer.sign_tokens(tokens, texts)
+        replace_signatures(session, NEXT_KIND, p.signer.version,
+                           ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())))
+        self.signal.index_remove(index, pks)
+        live = ~sk.empty
+        pks, sk = pks[live], sk.take(live)
+        self.signal.index_add(index, pks, sk)
+        p.seq = session.info["write_seq"]
+        q, other = self.signal.search(index, sk)
+        return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
+
+    # --- steps ---------------------------------------------------------------------------
+
+    def start(self, session: Session) -> ModelVersion:
+        """A refresh point reached: a pending row counting the texts stored now."""
+        active = models.active_version(session, "tfidf") or PRIOR_VERSION
+        return models.new_row(session, PENDING_KIND, _COUNTING, {
+            "phase": "count", "cursor": 0, "through": last_text_pk(session), "n_docs": 0,
+            "base": active, "words": self.signal.signer.words.version})
+
+    def cancel(self, session: Session) -> None:
+        """Drop a pending refresh (its signatures in the second slot go with the next
+        tidy, or with the re-sign that cancels it)."""
+        row = self.row(session)
+        if row is not None:
+            models.delete_row(session, row)
+        self.pending = None
+
+    def step(self, session: Session, budget: int, start: bool) -> bool:
+        """One step of at most about `budget` texts a phase (under the write lock);
+        `start`: begin a refresh if none runs. True if a refresh or tidy is still under way."""
+        row = self.row(session)
+        if row is not None and row.params.get("phase") != "tidy" and (
+                row.params.get("base") != (models.active_version(session, "tfidf") or PRIOR_VERSION)
+                or row.params.get("words") != self.signal.signer.words.version):
+            self.cancel(session)  # a retrain made other models active meanwhile
+            row = None
+        if row is None:
+            if not start:
+                return False
+            row = self.start(session)
+        for _ in range(4):  # a phase that ends lets the next one start in the same step
+            phase = row.params["phase"]
+            if phase == "count":
+                if not self._count(session, row, budget):
+                    return True
+            elif phase == "sign":
+                if not self._sign(session, row, budget):
+                    return True
+            else:
+                return self._tidy(session, row, budget)
+            row = self.row(session)
+            if row is None:
+                return False
+        return True
+
+    def _count(self, session: Session, row: ModelVersion, budget: int) -> bool:
+        params = row.params
+        rows = scan_texts(session, params["cursor"], params["through"], budget)
+        tokens = tokenize_texts([text_for_signals(*r[1:]) for r in rows])
+        keys, counts = count_documents(tokens)
+        models.add_doc_freq_counts(session, row.pk, keys, counts)
+        self.work["counted"] += len(rows)
+        params = {**params, "n_docs": params["n_docs"] + int(np.count_nonzero(tokens.lengths)),
+                  "cursor": rows[-1][0] if rows else params["cursor"]}
+        row.params = params
+        if len(rows) == budget:
+            return False
+        # Every text counted: freeze.
+        keys, df = models.doc_freqs(session, row.pk)
+        n_docs = params["n_docs"]
+        if n_docs == 0:
+            self.cancel(session)
+            return True
+        model = TfidfModel.from_counts(keys, df, n_docs)
+        if model.version == params["base"]:  # the same frequencies as the active model's
+            self.cancel(session)
+            return True
+        row.version = model.version
+        row.params = {"n_docs": n_docs, "terms": int(len(keys)), "phase": "sign", "cursor": 0,
+                      "through": last_text_pk(session), "base": params["base"], "words": params["words"]}
+        session.flush()
+        self.pending = Pending(model.version, TextSigner(model, self.signal.signer.words))
+        return True
+
+    def _sign(self, session: Session, row: ModelVersion, budget: int) -> bool:
+        self.follow(session)
+        params = row.params
+        rows = scan_texts(session, params["cursor"], params["through"], budget)
+        if rows:
+            texts = [text_for_signals(*r[1:]) for r in rows]
+            pks = np.array([r[0] for r in rows], np.int64)
+            found = self.sign_pending(session, pks, tokenize_texts(texts), texts)
+            if self.signal.rescore is not None and len(found):
+                self.signal.rescore(session, candidate_pairs(found[:, 0], found[:, 1]))
+            self.work["signed"] += len(rows)
+            row.params = {**params, "cursor": rows[-1][0]}
+        if len(rows) == budget:
+            return False
+        self._switch(session, row)
+        return True
+
+    def _switch(self, session: Session, row: ModelVersion) -> None:
+        """Every text signed under the pending version: make it the active one, hand the
+        pending index over as the active index, and leave the tidying to the next steps."""
+        p = self.pending
+        assert p is not None
+        self.pending_index(session)
+        version = row.version
+        if models.version_row(session, "tfidf", version) is not None:
+            models.delete_row(session, row)  # (an identical version stored before)
+        else:
+            row.kind = "tfidf"
+            row.params = {"n_docs": row.params["n_docs"], "terms": row.params["terms"]}
+            session.flush()
+        activate_version(session, "tfidf", version)
+        models.new_row(session, PENDING_KIND, _TIDY, {"phase": "tidy", "signer": p.signer.version,
+                                                      "after": [-1, -1]})
+        self.signal.adopt(p.signer, p.index, session.info["write_seq"])
+        self.pending = None
+        self.signal.refreshes += 1
+
+    def _tidy(self, session: Session, row: ModelVersion, budget: int) -> bool:
+        """Move pending signatures into place and re-score pairs, a batch a step; True
+        while there is more."""
+        limit = budget * _TIDY_FACTOR
+        params = row.params
+        moved = move_signatures(session, NEXT_KIND, self.signal.name, params["signer"], limit)
+        moved += delete_other_versions(session, NEXT_KIND, [params["signer"]], limit - moved) if moved < limit else 0
+        self.work["moved"] += moved
+        after = tuple(params["after"])
+        pairs = stale_pairs(session, "", after, limit)  # every scored pair, in key order
+        if len(pairs) and self.signal.rescore is not None:
+            self.signal.rescore(session, pairs)
+            self.work["rescored"] += len(pairs)
+        if moved < limit and len(pairs) < limit:
+            models.delete_row(session, row)
+            return False
+        row.params = {**params, "after": pairs[-1].tolist() if len(pairs) else list(after)}
+        return True
+
+    def tidying(self, session: Session) -> bool:
+        row = self.row(session)
+        return row is not None and row.params.get("phase") == "tidy"
+
+    @staticmethod
+    def drop_tokens(session: Session, limit: int) -> int:
+        """Delete stored token sequences (older stores), at most `limit` a call."""
+        return delete_other_versions(session, TOKENS_KIND, [], limit)

@@ -1,0 +1,170 @@
+"""A TF-IDF refresh in bounded steps: each chunk does refresh work in proportion to its
+own texts, no pair is ever scored across versions, and the end state is the one a whole
+refresh after the chunk that reached the point gives: the same model, the same signatures,
+every designed near-duplicate found, whether its texts came before, during or after."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+
+from mmdedup import Platform
+from mmdedup.signals import text as text_module
+from mmdedup.signals.text_refresh import NEXT_KIND, PENDING_KIND, refresh_rate
+from mmdedup.store.schema import ModelVersion, Signature
+from mmdedup.store.signatures import version_names
+
+CHUNK = 20
+MIN_DOCS = 100
+
+
+def corpus(n: int, seed: int = 0) -> tuple[list[dict], set[tuple[str, str]]]:
+    """`n` texts of Zipf words; every sixth a near copy (two words changed) of a text a
+    few dozen before it, so copies and originals arrive before, during and after the
+    refresh. Returns (items in order, designed pairs)."""
+    rng = np.random.default_rng(seed)
+    vocab = np.array([f"w{i}z" for i in range(4000)])
+    p = 1 / np.arange(1, 4001) ** 0.9
+    p /= p.sum()
+    items, designed = [], set()
+    for i in range(n):
+        if i % 6 == 5 and i > 40:
+            src = int(rng.integers(i - 40, i - 1))
+            words = items[src]["text"].split()
+            for j in rng.integers(0, len(words), 2):
+                words[j] = f"edit{i}"
+            items.append({"id": f"d{i:04d}", "text": " ".join(words)})
+            designed.add((items[src]["id"], f"d{i:04d}"))
+        else:
+            items.append({"id": f"d{i:04d}", "text": " ".join(rng.choice(vocab, 120, p=p))})
+    return items, designed
+
+
+def store(folder: Path, db_url: str, at_once: int) -> Platform:
+    folder.mkdir(exist_ok=True)
+    (folder / "config.toml").write_text(
+        f"tfidf_min_docs = {MIN_DOCS}\ningest_chunk = {CHUNK}\ntfidf_refresh_at_once = {at_once}\n")
+    return Platform.open(folder, db_url)
+
+
+def outcome(p: Platform) -> tuple[str, dict, set]:
+    with p.sessions() as session:
+        model = session.scalar(select(ModelVersion.version).where(ModelVersion.kind == "tfidf",
+                                                                  ModelVersion.active.is_(True)))
+        names = version_names(session)
+        sigs = {(r.item_pk, r.kind): (names[r.version_id], bytes(r.value)) for r in session.scalars(select(Signature))}
+    pairs = {tuple(sorted((x.a, x.b))) for x in p.pairs("weak")}
+    return model, sigs, pairs
+
+
+def assert_one_version_a_pair(p: Platform, items: list[dict], resigned: set[int]) -> None:
+    """Mid-refresh: a pair of two re-signed texts scores as the pending signer signs both,
+    any other pair as the active signer signs both (never one of each)."""
+    text = p.signal("text")
+    pending = text.refresher.pending
+    assert pending is not None
+    with p.sessions() as session:
+        rows = session.execute(select(Signature.item_pk).where(Signature.kind == "text")
+                               .order_by(Signature.item_pk)).scalars().all()
+    by_pk = dict(zip(rows, (x["text"] for x in items)))  # pks follow ingest order
+    old = [pk for pk in rows if pk not in resigned][:3]
+    new = sorted(resigned)[:3]
+    pairs = [(new[0], new[1]), (new[2], old[0]), (old[1], old[2])]
+    a = np.array([x for x, _ in pairs], np.int64)
+    b = np.array([y for _, y in pairs], np.int64)
+    with p.sessions() as session:
+        got = text.pair_values(session, a, b).values
+    for i, (x, y) in enumerate(pairs):
+        signer = pending.signer if x in resigned and y in resigned else text.signer
+        sk = signer.sign([by_pk[x], by_pk[y]])
+        raw, _ = text.similarity(sk.take(np.array([0])), sk.take(np.array([1])))
+        assert got[i] == pytest.approx(float(text.calibrate(raw)[0])), (x, y)
+    assert pending.signer.version != text.signer.version
+
+
+def second_url(db_url: str, tmp_path: Path) -> str:
+    if db_url.startswith("sqlite"):
+        return f"sqlite:///{tmp_path / 'reference.db'}"
+    pytest.skip("the reference store needs a second database (run on SQLite)")
+
+
+def test_a_refresh_in_steps_ends_where_a_whole_refresh_does(db_url: str, tmp_path: Path,
+) -> None:
+    items, designed = corpus(760)
+    with store(tmp_path / "whole", second_url(db_url, tmp_path), at_once=10**9) as p:
+        p.ingest(items)
+        reference = outcome(p)
+    assert designed <= reference[2]
+
+    with store(tmp_path / "steps", db_url, at_once=0) as p:
+        text = p.signal("text")
+        work: list[tuple[int, int]] = []  # (texts of the chunk, refresh work after it)
+        original = text.after_chunk
+
+        def counted() -> None:
+            texts, before = text._chunk_texts, sum(text.refresher.work.values())
+            original()
+            work.append((texts, sum(text.refresher.work.values()) - before))
+
+        text.after_chunk = counted
+        # Half now; a "killed" process (closed between two chunks) leaves the refresh to
+        # the next one.
+        p.ingest(items[:400])
+        with p.sessions() as session:
+            pending = session.scalar(select(ModelVersion).where(ModelVersion.kind == PENDING_KIND))
+            assert pending is not None and pending.params["phase"] == "sign"
+            resigned = set(session.scalars(select(Signature.item_pk).where(Signature.kind == NEXT_KIND)))
+        assert_one_version_a_pair(p, items[:400], resigned)
+        rate = refresh_rate(p.settings.tfidf_refresh_growth)
+    with store(tmp_path / "steps", db_url, at_once=0) as p:
+        text = p.signal("text")
+        original2 = text.after_chunk
+
+        def counted2() -> None:
+            texts, before = text._chunk_texts, sum(text.refresher.work.values())
+            original2()
+            work.append((texts, sum(text.refresher.work.values()) - before))
+
+        text.after_chunk = counted2
+        p.ingest(items[400:])
+        result = outcome(p)
+        with p.sessions() as session:
+            assert session.scalar(select(ModelVersion).where(ModelVersion.kind == PENDING_KIND)) is None
+            assert not session.scalar(select(Signature.item_pk).where(Signature.kind == NEXT_KIND).limit(1))
+    # Each chunk's refresh work is bounded by its own texts, whatever the store holds
+    # (a phase ending starts the next in the same step: at most three phases' budgets, the
+    # tidy's moves and pairs counted at 16 a text each).
+    assert any(w for _, w in work)
+    for texts, w in work:
+        assert w <= 3 * 2 * 16 * math.ceil(rate * texts), (texts, w)
+    # Same model, same signatures, every designed pair; any other pair a whole refresh
+    # found is found too.
+    assert result[0] == reference[0]
+    assert result[1] == reference[1]
+    assert designed <= result[2]
+    assert reference[2] <= result[2]
+
+
+def test_work_per_chunk_does_not_grow_with_the_store(db_url: str, tmp_path: Path) -> None:
+    """Refresh work per chunk is a fixed multiple of the chunk's texts: no chunk does
+    work in proportion to the store (the whole refresh, at once)."""
+    items, _ = corpus(500, seed=4)
+    with store(tmp_path / "s", db_url, at_once=0) as p:
+        text = p.signal("text")
+        per_chunk: list[int] = []
+        original = text.after_chunk
+
+        def counted() -> None:
+            before = text.refresher.work["counted"] + text.refresher.work["signed"]
+            original()
+            per_chunk.append(text.refresher.work["counted"] + text.refresher.work["signed"] - before)
+
+        text.after_chunk = counted
+        p.ingest(items)
+        budget = math.ceil(refresh_rate(p.settings.tfidf_refresh_growth) * CHUNK)
+        assert max(per_chunk) <= 2 * budget  # one phase's batch, and the next's first
+        assert sum(per_chunk) >= MIN_DOCS  # the refresh did run
