@@ -13,7 +13,6 @@ import pytest
 from sqlalchemy import select
 
 from mmdedup import Platform
-from mmdedup.signals import text as text_module
 from mmdedup.signals.text_refresh import NEXT_KIND, PENDING_KIND, refresh_rate
 from mmdedup.store.schema import ModelVersion, Signature
 from mmdedup.store.signatures import version_names
