@@ -164,6 +164,15 @@ class Store:
         return int(wal) + int(buffers) * 8192
 
     def disk_bytes(self) -> int:
+        if not self.db_url:
+            # The watcher's read-only connection may have been open when the ingest closed,
+            # so the ingest was not the last to leave and its WAL file stayed; the last
+            # connection to close checkpoints the WAL into the database and removes it.
+            import sqlite3
+
+            last = sqlite3.connect(self.home / "mmdedup.db")
+            last.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+            last.close()
         files = sum(f.stat().st_size for f in self.home.rglob("*") if f.is_file())
         if not self.db_url:
             return files
