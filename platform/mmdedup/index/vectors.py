@@ -9,17 +9,17 @@ to it, ids kept in our own Slots (FAISS's HNSW cannot remove), deletions by tomb
 
 from __future__ import annotations
 
-import json
-import os
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import faiss
 import numpy as np
 
-from .slots import Slots, atomic_savez
+from .runs import load_array, new_token, save_array
+from .slots import Slots
 from .threads import threads_for
 
-FORMAT = "mmdedup.vectors/1"
+FORMAT = "mmdedup.vectors/2"
 
 
 class Neighbours(NamedTuple):
@@ -97,22 +97,22 @@ class VectorIndex:
         keep = rank < k
         return Neighbours(query[keep], self._slots.ids[pos[keep]], scores[keep].astype(np.float32))
 
-    def save(self, path: str | os.PathLike) -> None:
-        keep = self._slots.alive
-        meta = {"format": FORMAT, "dim": self.dim, "flat_below": self.flat_below,
-                "hnsw_m": self.hnsw_m, "ef_search": self.ef_search}
-        atomic_savez(path, meta=np.array(json.dumps(meta)), ids=self._slots.ids[keep],
-                     vectors=self._vectors[keep])
+    def save(self, folder: str | Path, prefix: str, on_disk: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write the live ids and vectors whole as files named ``prefix.*``; returns the
+        manifest naming them (the graph is built again on load)."""
+        folder, token, keep = Path(folder), new_token(), self._slots.alive
+        return {"format": FORMAT, "dim": self.dim, "flat_below": self.flat_below, "hnsw_m": self.hnsw_m,
+                "ef_search": self.ef_search,
+                "ids": save_array(folder, f"{prefix}.{token}.ids.npy", self._slots.ids[keep]),
+                "vectors": save_array(folder, f"{prefix}.{token}.vectors.npy", self._vectors[keep])}
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> VectorIndex:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"{path}: not a {FORMAT} file")
-            index = cls(meta["dim"], flat_below=meta["flat_below"], hnsw_m=meta["hnsw_m"],
-                        ef_search=meta["ef_search"])
-            index.add(data["ids"], data["vectors"])
+    def load(cls, folder: str | Path, manifest: dict[str, Any]) -> VectorIndex:
+        if manifest.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT} index (got {manifest.get('format')!r})")
+        index = cls(manifest["dim"], flat_below=manifest["flat_below"], hnsw_m=manifest["hnsw_m"],
+                    ef_search=manifest["ef_search"])
+        index.add(load_array(Path(folder), manifest["ids"]), load_array(Path(folder), manifest["vectors"]))
         return index
 
     def _rebuild(self) -> None:

@@ -197,11 +197,18 @@ class Signal(Generic[V, S]):
         return self._index
 
     def _open_index(self, session: Session, version: str) -> tuple[Any, int]:
-        stamp = read_stamp(self.folder, self.name)
-        if stamp is not None and all(stamp.get(k) == v for k, v in self.index_stamp(version).items()) \
-                and isinstance(stamp.get("seq"), int) \
-                and count_signatures_through(session, self.name, version, stamp["seq"]) == stamp.get("count"):
-            parts = load_parts(self.folder, self.name, self.index_parts)
+        """The index from its files when their stamp agrees with the store (opened, not
+        read whole: index/runs.py), else rebuilt from the stored signatures. A file that
+        went missing between reading the stamp and opening it (another process saved
+        meanwhile and deleted what its new stamp no longer names) gets one more look at
+        the stamp before the rebuild."""
+        for _ in range(2):
+            stamp = read_stamp(self.folder, self.name)
+            if stamp is None or not all(stamp.get(k) == v for k, v in self.index_stamp(version).items()) \
+                    or not isinstance(stamp.get("seq"), int) \
+                    or count_signatures_through(session, self.name, version, stamp["seq"]) != stamp.get("count"):
+                break
+            parts = load_parts(self.folder, stamp, self.index_parts)
             if parts is not None:
                 return self.index_from_parts(parts), stamp["seq"]
         through = last_write(session)  # (read first: what is written after, is caught up)
