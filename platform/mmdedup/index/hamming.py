@@ -43,7 +43,6 @@ from math import comb
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import faiss
 import numpy as np
 
 from .runs import PositionFiles, Runs
@@ -228,6 +227,8 @@ class HammingIndex:
 
     def _scan(self, x: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._flat is None:
+            import faiss  # only where a search scans: a probing search never needs it
+
             self._flat = faiss.IndexBinaryFlat(CODE_BITS)
             self._flat.add(as_code_bytes(self._codes))
         with threads_for(len(x)):

@@ -10,14 +10,16 @@ to it, ids kept in our own Slots (FAISS's HNSW cannot remove), deletions by tomb
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import faiss
 import numpy as np
 
 from .runs import load_array, new_token, save_array
 from .slots import Slots
 from .threads import threads_for
+
+if TYPE_CHECKING:
+    import faiss
 
 FORMAT = "mmdedup.vectors/2"
 
@@ -40,6 +42,8 @@ class VectorIndex:
         self.compact_at = compact_at
         self._slots = Slots()
         self._vectors = np.empty((0, dim), np.float32)
+        import faiss  # loaded with the first vector index, not with every command
+
         self._index: faiss.Index = faiss.IndexFlatIP(dim)
 
     def __len__(self) -> int:
@@ -50,6 +54,8 @@ class VectorIndex:
 
     @property
     def kind(self) -> str:
+        import faiss
+
         return "hnsw" if isinstance(self._index, faiss.IndexHNSWFlat) else "flat"
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
@@ -116,6 +122,8 @@ class VectorIndex:
         return index
 
     def _rebuild(self) -> None:
+        import faiss
+
         if len(self._vectors) >= self.flat_below:
             index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = 80
