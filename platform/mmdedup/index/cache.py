@@ -52,10 +52,12 @@ def load_parts(folder: Path, stamp: dict[str, Any],
 
 
 def save_cached(folder: Path, name: str, stamp: dict[str, Any], parts: dict[str, Any]) -> None:
-    """Save each part (anything with .save(folder, prefix, on_disk) -> manifest): what it
-    adds to the files the current stamp names, or all of it; then the stamp naming them;
-    then delete the files of this index that it no longer names. Call under the store's
-    write lock."""
+    """Save each part: `part.save(folder, prefix, on_disk)` writes files named
+    ``prefix.*`` (new names, never a file the stamp on disk names), what it adds to the
+    files `on_disk` (its manifest in that stamp) names, or all of it, and returns its
+    manifest (JSON, naming every file it keeps); then the stamp naming them lands; then
+    the files of this index it no longer names are deleted. Call under the store's write
+    lock."""
     folder.mkdir(parents=True, exist_ok=True)
     current = read_stamp(folder, name)
     on_disk = current["parts"] if current is not None else {}
@@ -75,9 +77,9 @@ def save_cached(folder: Path, name: str, stamp: dict[str, Any], parts: dict[str,
 
 
 def _files_named(manifest: Any) -> list[str]:
-    """Every file name (a string ending in .npy) anywhere in a manifest."""
+    """Every string anywhere in a manifest: the names of the files it keeps among them."""
     if isinstance(manifest, dict):
         return [f for v in manifest.values() for f in _files_named(v)]
     if isinstance(manifest, list):
         return [f for v in manifest for f in _files_named(v)]
-    return [manifest] if isinstance(manifest, str) and manifest.endswith(".npy") else []
+    return [manifest] if isinstance(manifest, str) else []

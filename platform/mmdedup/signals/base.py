@@ -64,7 +64,9 @@ class Signal(Generic[V, S]):
     # Always a column of the pairs line and table (null where a pair lacks it); the others
     # appear only where they have a value.
     listed: ClassVar[bool] = False
-    # The index files' parts and their loaders; empty: the signal keeps no index.
+    # The index files' parts and their loaders; empty: the signal keeps no index. A part
+    # saves itself with `save(folder, prefix, on_disk) -> manifest` and is opened by its
+    # loader `load(folder, manifest)` (index/cache.py says what each must keep to).
     index_parts: ClassVar[dict[str, Any]] = {}
     # The raw figures a query result reports (a pair keeps all of them).
     query_figures: ClassVar[tuple[str, ...]] = ()
