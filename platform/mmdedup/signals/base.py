@@ -203,12 +203,19 @@ class Signal(Generic[V, S]):
         read whole: index/runs.py), else rebuilt from the stored signatures. A file that
         went missing between reading the stamp and opening it (another process saved
         meanwhile and deleted what its new stamp no longer names) gets one more look at
-        the stamp before the rebuild."""
+        the stamp before the rebuild. Every change of a signature is a write that moves
+        `last_write`, so a stamp whose `seq` is the last write vouches for its files as
+        they are."""
         for _ in range(2):
             stamp = read_stamp(self.folder, self.name)
             if stamp is None or not all(stamp.get(k) == v for k, v in self.index_stamp(version).items()) \
-                    or not isinstance(stamp.get("seq"), int) \
-                    or count_signatures_through(session, self.name, version, stamp["seq"]) != stamp.get("count"):
+                    or not isinstance(stamp.get("seq"), int):
+                break
+            # Nothing written since the save (the usual case for a query, and for an
+            # ingest after an ingest): nothing was replaced either, and the count (a scan
+            # of the version's signatures) is not needed.
+            if stamp["seq"] != last_write(session) \
+                    and count_signatures_through(session, self.name, version, stamp["seq"]) != stamp.get("count"):
                 break
             parts = load_parts(self.folder, stamp, self.index_parts)
             if parts is not None:
