@@ -131,8 +131,8 @@ def test_compaction_keeps_results(corpus):
     ids, codes = corpus
     index = HammingIndex.from_arrays(ids, codes)
     gone = ids[::2]
-    index.remove(gone)  # 50% dead > 25%: FAISS index rebuilt
-    assert index._slots.n_dead == 0 and index._index.ntotal == len(ids) - len(gone)
+    index.remove(gone)  # 50% dead > 25%: codes filtered, tables renumbered
+    assert index._slots.n_dead == 0 and len(index._codes) == len(ids) - len(gone)
     keep = np.ones(len(ids), bool)
     keep[::2] = False
     queries = codes[:400]
@@ -169,9 +169,9 @@ def test_save_load_round_trip_and_incremental_add(tmp_path, corpus):
     ids, codes = corpus
     index = HammingIndex.from_arrays(ids, codes, compact_at=0.9)
     index.remove(ids[:10])
-    path = tmp_path / "simhash.npz"
-    index.save(path)
-    loaded = HammingIndex.load(path)
+    index.search(codes[:1], 3)  # builds the chunk tables, saved from then on
+    manifest = index.save(tmp_path, "simhash")
+    loaded = HammingIndex.load(tmp_path, manifest)
     assert len(loaded) == len(index) == len(ids) - 10
     queries = codes[:500]
     assert as_set(loaded.search(queries, 4)) == as_set(index.search(queries, 4))
@@ -181,18 +181,16 @@ def test_save_load_round_trip_and_incremental_add(tmp_path, corpus):
     extra_ids = np.arange(10**6, 10**6 + 100, dtype=np.int64)
     loaded.add(extra_ids, extra)
     assert loaded.search(extra, 0).ids.tolist() == extra_ids.tolist()
-    loaded.save(path)
-    again = HammingIndex.load(path)
+    again = HammingIndex.load(tmp_path, loaded.save(tmp_path, "simhash", manifest))
     assert len(again) == len(ids) - 10 + 100
     all_ids, all_codes = again.arrays()
     assert sorted(all_ids.tolist()) == sorted(ids[10:].tolist() + extra_ids.tolist())
 
 
 def test_load_rejects_other_files(tmp_path):
-    path = tmp_path / "x.npz"
-    BandLSH(0.8).save(path)
+    manifest = BandLSH(0.8).save(tmp_path, "x")
     with pytest.raises(ValueError):
-        HammingIndex.load(path)
+        HammingIndex.load(tmp_path, manifest)
 
 
 # --------------------------------------------------------------------------- #
@@ -287,7 +285,7 @@ def test_lsh_remove_compact_and_upsert():
     c = lsh.query(sigs[:3])
     assert c.ids.tolist() == [102]
     lsh.remove(ids[2:1000])  # now 50% dead: compaction renumbers positions
-    assert lsh._slots.n_dead == 0 and len(lsh._main[0]) + len(lsh._tail[0]) == 1000
+    assert lsh._slots.n_dead == 0 and lsh._runs.main_end + len(lsh._runs.tail[0]) == 1000
     c = lsh.query(sigs)
     assert c.ids.tolist() == ids[1000:].tolist() and c.query.tolist() == list(range(1000, 2000))
     # upsert: the old signature of id 1500 no longer leads to it
@@ -336,9 +334,8 @@ def test_lsh_save_load_round_trip(tmp_path):
     lsh = BandLSH(0.7)
     lsh.add(ids, sigs)
     lsh.remove(ids[:20])
-    path = tmp_path / "minhash.npz"
-    lsh.save(path)
-    loaded = BandLSH.load(path)
+    manifest = lsh.save(tmp_path, "minhash")
+    loaded = BandLSH.load(tmp_path, manifest)
     assert (loaded.bands, loaded.rows, loaded.threshold) == (lsh.bands, lsh.rows, 0.7)
     assert len(loaded) == 2980
     before, after = lsh.query(near), loaded.query(near)
@@ -348,8 +345,7 @@ def test_lsh_save_load_round_trip(tmp_path):
     assert loaded.remove(ids[30:40]) == 10
     c = loaded.query(near[:10])
     assert set(extra_ids.tolist()) <= set(c.ids.tolist())
-    loaded.save(path)
-    assert len(BandLSH.load(path)) == 2980 + 10 - 10
+    assert len(BandLSH.load(tmp_path, loaded.save(tmp_path, "minhash", manifest))) == 2980 + 10 - 10
 
 
 def test_lsh_rejects_wrong_signatures():

@@ -5,6 +5,7 @@ contract (signals/base.py) and the registry are the only places a signal plugs i
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Sequence
@@ -27,13 +28,16 @@ class LengthIndex:
         self.pks = np.zeros(0, np.int64) if pks is None else pks
         self.lengths = np.zeros(0, np.float64) if lengths is None else lengths
 
-    def save(self, path: Path) -> None:
-        with open(path, "wb") as fh:
+    def save(self, folder: Path, prefix: str, on_disk: dict[str, Any] | None) -> dict[str, Any]:
+        """The whole index in a file of a name of its own, each time; the manifest names it."""
+        name = f"{prefix}.{time.time_ns()}.npz"
+        with open(folder / name, "wb") as fh:
             np.savez(fh, pks=self.pks, lengths=self.lengths)
+        return {"file": name}
 
     @classmethod
-    def load(cls, path: Path) -> LengthIndex:
-        with np.load(path) as data:
+    def load(cls, folder: Path, manifest: dict[str, Any]) -> LengthIndex:
+        with np.load(folder / manifest["file"]) as data:
             return cls(data["pks"], data["lengths"])
 
 
@@ -144,7 +148,8 @@ def test_an_extra_signal_flows_through_ingest_pairs_fusion_query_and_report(leng
     assert lines[0]["signals"]["length_ratio"] == pytest.approx(0.859, abs=1e-3)
 
     # A rerun opens its index from the saved files (the stamp agrees with the store).
-    assert (home / "index" / "length_ratio-lengths.npz").is_file()
+    stamp = json.loads((home / "index" / "length_ratio-index.json").read_text())
+    assert (home / "index" / stamp["parts"]["lengths"]["file"]).is_file()
     with Platform.open(home, db_url) as p:
         assert p.ingest(items).unchanged == 3
         assert {(x.a, x.b) for x in p.pairs("weak")} == set(pairs)

@@ -50,8 +50,6 @@ def test_remove_save_load(tmp_path: Path) -> None:
     assert index.remove(np.array([5, 6, 999])) == 2
     assert 5 not in index.search(base[5:6], 3).ids.tolist()
     index.add(np.array([5]), base[5:6])  # re-added
-    path = tmp_path / "v.npz"
-    index.save(path)
-    loaded = VectorIndex.load(path)
+    loaded = VectorIndex.load(tmp_path, index.save(tmp_path, "v"))
     assert len(loaded) == 99 and sorted(loaded.ids().tolist()) == sorted(set(range(100)) - {6})
     assert loaded.search(base[5:6], 1).ids.tolist() == [5]

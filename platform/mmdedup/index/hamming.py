@@ -1,66 +1,59 @@
 """Exact Hamming range search over 64-bit codes (SimHash, frame hashes).
 
-Why FAISS ``IndexBinaryMultiHash`` (multi-index hashing, Norouzi et al. 2014): a
-code is cut into ``nhash`` chunks of ``b`` bits and each chunk keys its own hash
-table.  If two codes differ in ``d`` bits, those bits fall into the ``nhash``
-chunks, so at least one chunk differs in at most ``floor(d / nhash)`` bits
-(pigeonhole).  Probing every table with the query chunk and all its variants at
-up to ``nflip`` flipped bits therefore finds *every* code with
-``d <= nhash * (nflip + 1) - 1``: the search is exact, not approximate.
+Multi-index hashing (Norouzi et al. 2014): a code is cut into ``nhash`` chunks of ``b``
+bits and each chunk keys its own table. If two codes differ in ``d`` bits, those bits
+fall into the ``nhash`` chunks, so at least one chunk differs in at most
+``floor(d / nhash)`` bits (pigeonhole). Probing every table with the query chunk and all
+its variants at up to ``nflip`` flipped bits therefore finds *every* code with
+``d <= nhash * (nflip + 1) - 1``: the search is exact, not approximate. ``nflip`` is
+derived per call as ``ceil((radius + 1) / nhash) - 1``, so one index serves every radius.
 
-Why the defaults ``nhash=4, b=16``: the four tables cover all 64 bits and hold
-65,536 buckets each, so at 1M codes a bucket has ~15 entries and a radius-3
-query (``nflip=0``) probes 4 buckets and verifies ~60 codes.  ``nflip`` is only
-read at search time, so one built index serves every radius; it is derived per
-call as ``ceil((radius + 1) / nhash) - 1``.  Measured at 1M random codes, 2
-threads (us per query)::
+Why the defaults ``nhash=4, b=16``: the four tables cover all 64 bits and hold 65,536
+keys each, so at a million codes a bucket has ~15 entries and a radius-3 query
+(``nflip=0``) probes 4 buckets and verifies ~60 codes; radius 4..7 (``nflip=1``) probes
+68. Past that (``plan``) the probes outnumber what an exhaustive scan costs, and the
+search scans every code with FAISS's SIMD ``IndexBinaryFlat`` instead -- still exact.
 
-    radius 0..3   nflip 0     4 probes   ~60 codes verified      ~4-8 us
-    radius 4..7   nflip 1    68 probes   ~1,000 codes verified   ~140 us
-    radius >= 8   nflip 2 would verify ~8,400 codes (~1,300 us); the exhaustive
-                  SIMD scan of the FAISS storage takes ~280 us and is used
-                  instead -- still exact, just linear in the index size.
-
-FAISS verifies each candidate through a node-allocating ``unordered_set`` and a
-random read (~250 ns), while the flat scan costs ~0.5 ns per code, so
-multi-hash pays only while it touches under ~1/400 of the codes (``plan``).
-
-Wider tables (b=32) would shrink buckets further, but then nearly every code is
-its own ``unordered_map`` node (~60 B per code per table), which breaks the
-memory budget; narrower ones (b=8) put ~4,000 codes in each bucket.
+Why the tables are sorted runs (index/runs.py: ``chunk << 32 | position``, 8 bytes an
+entry and table) rather than FAISS's ``IndexBinaryMultiHash``: FAISS keeps its tables as
+``unordered_map`` nodes that exist only in memory, so every process that opened the index
+rebuilt them from the codes (a second or two per million), and an ingest rebuilt them
+after each compaction. Sorted runs are written to files, opened memory-mapped (a query
+touches the few pages its binary searches visit), grow by a small sorted tail and are
+saved by appending a segment; the whole probe of a batch is a few vectorised
+``searchsorted`` calls, and candidates are verified by a popcount of their codes. The
+tables are built at the first search that probes them (an index searched only at wide
+radii, pictures and frames, never builds them) and saved with the index from then on.
 
 FAISS binary range search keeps ``dist < radius`` (strict); callers speak in
-``dist <= radius``, so we pass ``radius + 1``.
+``dist <= radius``, so the flat scan is passed ``radius + 1``.
 
-Ids and deletion: ``IndexBinaryMultiHash`` has neither ``add_with_ids`` nor
-``remove_ids`` (both raise "not implemented", and ``IndexBinaryIDMap2`` only
-forwards ``remove_ids`` to it), so FAISS labels are dense positions and
-:class:`Slots` maps them to item ids.  Removal is a tombstone; once a quarter
-of the positions are dead the FAISS index is rebuilt from its own storage
-(into a fresh index: ``IndexBinaryMultiHash.reset`` clears copies of its
-tables, not the tables).
+Ids and deletion: positions are dense and :class:`Slots` maps them to item ids. Removal
+is a tombstone; once a quarter of the positions are dead the codes are filtered and the
+tables renumbered (index/runs.py), and the flat scan's FAISS copy is dropped, to be made
+again from the codes at the next scan.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import threading
+from functools import cache
+from itertools import combinations
 from math import comb
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
-import faiss
 import numpy as np
 
-from .slots import Slots, atomic_savez, unique_pairs
+from .runs import PositionFiles, Runs
+from .slots import Slots, unique_pairs
 from .threads import threads_for
 
 CODE_BITS = 64
-FORMAT = "mmdedup.hamming/1"
+FORMAT = "mmdedup.hamming/2"
 
-# Measured (FAISS 1.x, AVX2): an exhaustive scan costs ~0.5 ns per code, a
-# multi-hash candidate ~250 ns (unordered_set node + random read), so
-# multi-hash wins while it verifies fewer than ~1/400 of the codes.
+# Probing wins while it touches under ~1/400 of the keys of a table: the exhaustive SIMD
+# scan costs ~0.5 ns a code, a probe a binary search and its candidates a gather each.
 _FLAT_WHEN_FRACTION = 1 / 400
 
 
@@ -100,21 +93,29 @@ class Hits(NamedTuple):
         return list(zip(np.split(self.ids, bounds), np.split(self.dist, bounds)))
 
 
+def as_codes(codes: np.ndarray) -> np.ndarray:
+    """64-bit codes as a 1-D native uint64 array (uint64, int64 or (n, 8) uint8 in)."""
+    return as_code_bytes(codes).view(np.uint64).reshape(-1)
+
+
 class HammingIndex:
     """Exact radius search over 64-bit codes; a cache rebuildable from (ids, codes).
 
-    Not safe for concurrent *writers*; concurrent searches are serialised by a
-    lock because ``nflip`` is index state that each search sets.
+    Not safe for concurrent *writers*; concurrent searches are serialised by a lock
+    (a search may build the tables or the flat scan's copy of the codes).
     """
 
     def __init__(self, nhash: int = 4, bits: int = 16, compact_at: float = 0.25) -> None:
-        if nhash < 1 or bits < 1 or nhash * bits > CODE_BITS:
-            raise ValueError(f"need nhash * bits <= {CODE_BITS}, got {nhash} x {bits}")
+        if nhash < 1 or bits < 1 or bits > 32 or nhash * bits > CODE_BITS:
+            raise ValueError(f"need nhash * bits <= {CODE_BITS} and bits <= 32, got {nhash} x {bits}")
         self.nhash = nhash
         self.bits = bits
         self.compact_at = compact_at
-        self._index = faiss.IndexBinaryMultiHash(CODE_BITS, nhash, bits)
         self._slots = Slots()
+        self._codes = np.empty(0, np.uint64)  # by position
+        self._runs: Runs | None = None  # the chunk tables, once a search probed them
+        self._flat: Any = None  # FAISS IndexBinaryFlat over the codes, once a search scanned
+        self._files = PositionFiles()
         self._lock = threading.Lock()
 
     @classmethod
@@ -135,14 +136,13 @@ class HammingIndex:
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """Live (ids, uint64 codes): everything needed to rebuild this index."""
         keep = self._slots.alive
-        return self._slots.ids[keep], self._stored_codes()[keep]
+        return self._slots.ids[keep], self._codes[keep]
 
     def nbytes(self) -> int:
-        """Estimated resident size: FAISS storage + per-table id vectors + bucket
-        nodes + our slots.  A lower bound: std::vector growth slack is not counted."""
-        n = self._index.ntotal
-        buckets = self.nhash * min(n, 1 << self.bits)
-        return n * (8 + 8 * self.nhash) + buckets * 64 + self._slots.ids.nbytes + self._slots.alive.nbytes
+        """Resident bytes: codes, tables (once built), the flat scan's copy, slots."""
+        n = len(self._codes)
+        return (self._codes.nbytes + (self._runs.nbytes() if self._runs is not None else 0)
+                + (n * 8 if self._flat is not None else 0) + self._slots.ids.nbytes + self._slots.alive.nbytes)
 
     def max_exact_radius(self, nflip: int) -> int:
         return self.nhash * (nflip + 1) - 1
@@ -152,13 +152,19 @@ class HammingIndex:
     def add(self, ids: np.ndarray, codes: np.ndarray) -> None:
         """Index codes under ids; an id already present is replaced."""
         ids = np.asarray(ids, dtype=np.int64).ravel()
-        x = as_code_bytes(codes)
+        x = as_codes(codes)
         if len(ids) != len(x):
             raise ValueError(f"{len(ids)} ids but {len(x)} codes")
         if len(ids) == 0:
             return
-        self._slots.append(ids)
-        self._index.add(x)
+        if len(self._slots.ids) + len(ids) > 1 << 32:
+            raise OverflowError("more than 2**32 positions; compact or shard the index")
+        start = self._slots.append(ids)
+        self._codes = np.concatenate([self._codes, x])
+        if self._runs is not None:
+            self._runs.add(self._chunk_keys(x), start)
+        if self._flat is not None:
+            self._flat.add(as_code_bytes(x))
         self._maybe_compact()
 
     def remove(self, ids: np.ndarray) -> int:
@@ -168,20 +174,24 @@ class HammingIndex:
         return n
 
     def compact(self) -> None:
-        """Rebuild FAISS without dead positions (it cannot delete in place)."""
+        """Drop dead positions: filter the codes, renumber the tables."""
         if self._slots.n_dead == 0:
             return
-        codes = self._stored_codes()
         keep = self._slots.compact()
-        self._index = faiss.IndexBinaryMultiHash(CODE_BITS, self.nhash, self.bits)
-        self._index.add(as_code_bytes(codes[keep]))
+        self._codes = self._codes[keep]
+        if self._runs is not None:
+            self._runs.renumber(keep)
+        self._flat = None
 
     def _maybe_compact(self) -> None:
         if self._slots.dead_fraction > self.compact_at:
             self.compact()
 
-    def _stored_codes(self) -> np.ndarray:
-        return faiss.vector_to_array(self._index.storage.xb).view(np.uint64)
+    def _chunk_keys(self, codes: np.ndarray) -> np.ndarray:
+        """(n, nhash) chunk values in the high half of each entry."""
+        shifts = np.arange(self.nhash, dtype=np.uint64) * np.uint64(self.bits)
+        mask = np.uint64((1 << self.bits) - 1)
+        return ((codes[:, None] >> shifts[None, :]) & mask) << np.uint64(32)
 
     # ---- reads -------------------------------------------------------------
 
@@ -198,24 +208,56 @@ class HammingIndex:
 
     def search(self, codes: np.ndarray, radius: int) -> Hits:
         """Every live entry within Hamming distance ``<= radius`` of each query."""
-        x = as_code_bytes(codes)
+        x = as_codes(codes)
         radius = int(radius)
-        if len(x) == 0 or self._index.ntotal == 0:
+        if len(x) == 0 or len(self._codes) == 0:
             e = np.empty(0, np.int64)
             return Hits(e, e.copy(), np.empty(0, np.int32))
         nflip = self.plan(radius)
-        with self._lock, threads_for(len(x)):
+        with self._lock:
             if nflip is None:
-                lims, dist, pos = self._index.storage.range_search(x, radius + 1)
+                query, pos, dist = self._scan(x, radius)
             else:
-                self._index.nflip = nflip
-                lims, dist, pos = self._index.range_search(x, radius + 1)
-        query = np.repeat(np.arange(len(x), dtype=np.int64), np.diff(lims).astype(np.int64))
+                query, pos, dist = self._probe(x, radius, nflip)
         live = self._slots.alive[pos]
         query, pos, dist = query[live], pos[live], dist[live].astype(np.int32)
         ids = self._slots.ids[pos]
         order = np.lexsort((ids, dist, query))
         return Hits(query[order], ids[order], dist[order])
+
+    def _scan(self, x: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._flat is None:
+            import faiss  # only where a search scans: a probing search never needs it
+
+            self._flat = faiss.IndexBinaryFlat(CODE_BITS)
+            self._flat.add(as_code_bytes(self._codes))
+        with threads_for(len(x)):
+            lims, dist, pos = self._flat.range_search(as_code_bytes(x), radius + 1)
+        query = np.repeat(np.arange(len(x), dtype=np.int64), np.diff(lims).astype(np.int64))
+        return query, pos.astype(np.int64), dist
+
+    def _probe(self, x: np.ndarray, radius: int, nflip: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Probe each table with each query chunk and its variants at <= nflip flipped
+        bits, then keep the candidates whose whole code is within the radius."""
+        if self._runs is None:
+            self._runs = Runs(self.nhash)
+            self._runs.add(self._chunk_keys(self._codes), 0)
+        runs = self._runs
+        runs.flush()
+        flips = _flip_masks(self.bits, nflip) << np.uint64(32)
+        keys = self._chunk_keys(x)
+        qs, ps = [], []
+        for t in range(self.nhash):
+            row, pos = runs.lookup(t, (keys[:, t, None] ^ flips[None, :]).ravel())
+            qs.append(row // len(flips))
+            ps.append(pos)
+        pair = np.unique((np.concatenate(qs).astype(np.uint64) << np.uint64(32))
+                         | np.concatenate(ps).astype(np.uint64))
+        query = (pair >> np.uint64(32)).astype(np.int64)
+        pos = (pair & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        dist = np.bitwise_count(self._codes[pos] ^ x[query]).astype(np.int32)
+        near = dist <= radius
+        return query[near], pos[near], dist[near]
 
     def pairs(self, ids: np.ndarray, codes: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Candidate pairs (a < b, dist) between a batch and everything indexed.
@@ -229,18 +271,30 @@ class HammingIndex:
 
     # ---- persistence -------------------------------------------------------
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write live (ids, codes) only: the FAISS tables rebuild in ~1 s per
-        million codes, and a plain array file survives FAISS upgrades."""
-        ids, codes = self.arrays()
+    def save(self, folder: str | Path, prefix: str, on_disk: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write what the files on disk lack (codes, ids and the tables once built, see
+        index/runs.py) as files named ``prefix.*``; returns the manifest naming them.
+        Plain arrays: they survive FAISS upgrades."""
         meta = {"format": FORMAT, "nhash": self.nhash, "bits": self.bits}
-        atomic_savez(path, meta=np.array(json.dumps(meta)), ids=ids, codes=codes)
+        return self._files.save(Path(folder), prefix, meta, self._slots, {"codes": self._codes},
+                                self._runs, on_disk)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, compact_at: float = 0.25) -> "HammingIndex":
-        with np.load(path, allow_pickle=False) as f:
-            meta = json.loads(str(f["meta"]))
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"{path}: not a {FORMAT} file (got {meta.get('format')!r})")
-            return cls.from_arrays(f["ids"], f["codes"], nhash=meta["nhash"], bits=meta["bits"],
-                                   compact_at=compact_at)
+    def load(cls, folder: str | Path, manifest: dict[str, Any], compact_at: float = 0.25) -> "HammingIndex":
+        """Open saved files; the tables (when saved) are memory-mapped, nothing is built."""
+        if manifest.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT} index (got {manifest.get('format')!r})")
+        index = cls(nhash=manifest["nhash"], bits=manifest["bits"], compact_at=compact_at)
+        runs = Runs(index.nhash) if manifest.get("runs") else None
+        columns = index._files.load(Path(folder), manifest, index._slots, ("codes",), runs)
+        if columns["codes"].dtype != np.uint64:
+            raise ValueError("index codes are not uint64")
+        index._codes, index._runs = columns["codes"], runs
+        return index
+
+
+@cache
+def _flip_masks(bits: int, nflip: int) -> np.ndarray:
+    """Every ``bits``-bit mask with at most ``nflip`` bits set (0 first)."""
+    masks = [sum(1 << b for b in chosen) for k in range(nflip + 1) for chosen in combinations(range(bits), k)]
+    return np.array(masks, np.uint64)

@@ -8,10 +8,10 @@ whole batch with ``searchsorted``, and equal keys sit next to each other so a
 bucket is a slice.  Keys are 32 bits: two different bands rows collide with
 probability 2**-32, which only adds a rare candidate that scoring rejects.
 
-Writes go to an unsorted pending list (O(batch)); the first read sorts it into
-a small sorted *tail* run per band, and the tail is merged into the *main* run
-(a linear ``np.insert``) once it passes 1/8 of main -- so neither a stream of
-small ingest batches nor a bulk load re-sorts a million entries per batch.
+Writes, reads and files are index/runs.py's: one sorted run per band (main, tail and
+pending), the main runs memory-mapped from their file when opened, so a process that asks
+a few queries reads a few pages of each band, and a save appends only the entries added
+since the previous one.
 
 Removal is a tombstone in :class:`~mmdedup.index.hamming.Slots`; past a
 quarter dead, the runs are filtered and positions renumbered (a monotone
@@ -23,20 +23,17 @@ candidate pair against them.
 
 from __future__ import annotations
 
-import json
-import os
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .slots import Slots, atomic_savez, expand_ranges, unique_pairs
+from .runs import HIGH, LOW, PositionFiles, Runs
+from .slots import Slots, unique_pairs
 
-FORMAT = "mmdedup.lsh/1"
+FORMAT = "mmdedup.lsh/2"
 HASH = "mulxor64-fmix-hi32/1"  # band_keys below; stored so a file never meets another hash
 
-_LOW = np.uint64(0xFFFFFFFF)
-_HIGH = np.uint64(0xFFFFFFFF00000000)
-_MIN_TAIL = 1 << 16
 _QUERY_CHUNK = 4096  # bounds candidate memory when buckets are huge (exact duplicates)
 _HASH_CHUNK = 1 << 16  # keeps band hashing temporaries cache-sized
 
@@ -106,15 +103,8 @@ def band_keys(sigs: np.ndarray, bands: int, rows: int) -> np.ndarray:
         h ^= h >> np.uint64(33)
         h *= _F2
         h ^= h >> np.uint64(33)
-        out[s:s + len(x)] = h & _HIGH
+        out[s:s + len(x)] = h & HIGH
     return out
-
-
-def _merge(run: np.ndarray, new: np.ndarray) -> np.ndarray:
-    """Merge a sorted run with a sorted batch in linear time."""
-    if len(run) == 0:
-        return new
-    return np.insert(run, np.searchsorted(run, new), new)
 
 
 # --------------------------------------------------------------------------- #
@@ -148,9 +138,8 @@ class BandLSH:
             raise ValueError(f"bands x rows = {self.bands * self.rows} > num_perm = {num_perm}")
         self.compact_at = compact_at
         self._slots = Slots()
-        self._main = [np.empty(0, np.uint64) for _ in range(self.bands)]
-        self._tail = [np.empty(0, np.uint64) for _ in range(self.bands)]
-        self._pending: list[np.ndarray] = []
+        self._runs = Runs(self.bands)
+        self._files = PositionFiles()
 
     # ---- size and contents -------------------------------------------------
 
@@ -163,10 +152,10 @@ class BandLSH:
 
     def nbytes(self) -> int:
         """Exact bytes held in numpy arrays (all there is: no Python objects per document)."""
-        arrays = self._main + self._tail + self._pending + [self._slots.ids, self._slots.alive]
+        arrays = [self._slots.ids, self._slots.alive]
         if self._slots._order is not None:
             arrays.append(self._slots._order)
-        return sum(a.nbytes for a in arrays)
+        return self._runs.nbytes() + sum(a.nbytes for a in arrays)
 
     # ---- writes ------------------------------------------------------------
 
@@ -181,9 +170,7 @@ class BandLSH:
         if len(self._slots.ids) + len(ids) > 1 << 32:
             raise OverflowError("more than 2**32 positions; compact or shard the index")
         keys = band_keys(sigs, self.bands, self.rows)
-        start = self._slots.append(ids)
-        keys |= np.arange(start, start + len(ids), dtype=np.uint64)[:, None]
-        self._pending.append(keys)
+        self._runs.add(keys, self._slots.append(ids))
         self._maybe_compact()
 
     def remove(self, ids: np.ndarray) -> int:
@@ -194,49 +181,27 @@ class BandLSH:
 
     def compact(self) -> None:
         """Drop dead entries and renumber positions densely."""
-        self._flush()
         if self._slots.n_dead == 0:
             return
-        keep = self._slots.compact()
-        remap = (np.cumsum(keep) - 1).astype(np.uint64)
-
-        def renumber(run: np.ndarray) -> np.ndarray:
-            pos = (run & _LOW).astype(np.int64)
-            live = keep[pos]
-            return (run[live] & _HIGH) | remap[pos[live]]
-
-        self._main = [renumber(r) for r in self._main]
-        self._tail = [renumber(r) for r in self._tail]
+        self._runs.renumber(self._slots.compact())
 
     def _maybe_compact(self) -> None:
         if self._slots.dead_fraction > self.compact_at:
             self.compact()
-
-    def _flush(self, merge_all: bool = False) -> None:
-        """Sort pending entries into the tail; fold the tail into main when it is big."""
-        if self._pending:
-            batch = np.concatenate(self._pending) if len(self._pending) > 1 else self._pending[0]
-            self._pending = []
-            for b in range(self.bands):
-                self._tail[b] = _merge(self._tail[b], np.sort(batch[:, b]))
-        if len(self._tail[0]) and (merge_all or len(self._tail[0]) > max(_MIN_TAIL, len(self._main[0]) // 8)):
-            for b in range(self.bands):
-                self._main[b] = _merge(self._main[b], self._tail[b])
-                self._tail[b] = np.empty(0, np.uint64)
 
     # ---- reads -------------------------------------------------------------
 
     def query(self, sigs: np.ndarray) -> Candidates:
         """Live items sharing at least one band with each query signature."""
         sigs = self._check_sigs(sigs)
-        self._flush()
+        self._runs.flush()
         parts_q, parts_pos = [], []
         for s in range(0, len(sigs), _QUERY_CHUNK):
             keys = band_keys(sigs[s:s + _QUERY_CHUNK], self.bands, self.rows)
             q, pos = self._lookup(keys)
-            pair = np.unique((q.astype(np.uint64) << np.uint64(32)) | pos)
+            pair = np.unique((q.astype(np.uint64) << np.uint64(32)) | pos.astype(np.uint64))
             parts_q.append((pair >> np.uint64(32)).astype(np.int64) + s)
-            parts_pos.append((pair & _LOW).astype(np.int64))
+            parts_pos.append((pair & LOW).astype(np.int64))
         if not parts_q:
             e = np.empty(0, np.int64)
             return Candidates(e, e.copy())
@@ -244,23 +209,11 @@ class BandLSH:
         return Candidates(q, self._slots.ids[pos])
 
     def _lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, uint64 position) for every live entry in a matching bucket."""
-        qs, ps = [], []
-        for b in range(self.bands):
-            lo_key = keys[:, b]
-            hi_key = lo_key | _LOW
-            for run in (self._main[b], self._tail[b]):
-                if len(run) == 0:
-                    continue
-                lo = np.searchsorted(run, lo_key, side="left")
-                hi = np.searchsorted(run, hi_key, side="right")
-                q, k = expand_ranges(lo, hi)
-                qs.append(q)
-                ps.append(run[k] & _LOW)
-        if not qs:
-            return np.empty(0, np.int64), np.empty(0, np.uint64)
-        q, pos = np.concatenate(qs), np.concatenate(ps)
-        live = self._slots.alive[pos.astype(np.int64)]
+        """(query row, position) for every live entry in a matching bucket."""
+        found = [self._runs.lookup(b, keys[:, b]) for b in range(self.bands)]
+        q = np.concatenate([f[0] for f in found])
+        pos = np.concatenate([f[1] for f in found])
+        live = self._slots.alive[pos]
         return q[live], pos[live]
 
     def pairs(self, ids: np.ndarray, sigs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -281,25 +234,23 @@ class BandLSH:
 
     # ---- persistence -------------------------------------------------------
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write ids and the merged band runs (signatures are not kept here)."""
-        self._flush(merge_all=True)
-        if self._slots.n_dead:
-            self.compact()
-        meta = {"format": FORMAT, "hash": HASH, "threshold": self.threshold, "num_perm": self.num_perm,
+    def meta(self) -> dict[str, Any]:
+        return {"format": FORMAT, "hash": HASH, "threshold": self.threshold, "num_perm": self.num_perm,
                 "weights": list(self.weights), "bands": self.bands, "rows": self.rows}
-        runs = {f"band_{b}": run for b, run in enumerate(self._main)}
-        atomic_savez(path, meta=np.array(json.dumps(meta)), ids=self._slots.ids, **runs)
+
+    def save(self, folder: str | Path, prefix: str, on_disk: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write what the files on disk lack (see index/runs.py) as files named
+        ``prefix.*`` in `folder`; returns the manifest that names them. `on_disk`: the
+        manifest the files on disk answer to (the stamp's), None when unknown."""
+        return self._files.save(Path(folder), prefix, self.meta(), self._slots, {}, self._runs, on_disk)
 
     @classmethod
-    def load(cls, path: str | os.PathLike, compact_at: float = 0.25) -> "BandLSH":
-        with np.load(path, allow_pickle=False) as f:
-            meta = json.loads(str(f["meta"]))
-            if meta.get("format") != FORMAT or meta.get("hash") != HASH:
-                raise ValueError(f"{path}: not a {FORMAT} / {HASH} file (got {meta.get('format')!r}, "
-                                 f"{meta.get('hash')!r})")
-            lsh = cls(meta["threshold"], meta["num_perm"], tuple(meta["weights"]),
-                      params=(meta["bands"], meta["rows"]), compact_at=compact_at)
-            lsh._slots.append(f["ids"])
-            lsh._main = [f[f"band_{b}"] for b in range(lsh.bands)]
+    def load(cls, folder: str | Path, manifest: dict[str, Any], compact_at: float = 0.25) -> "BandLSH":
+        """Open saved files (main runs memory-mapped: read as queries touch them)."""
+        if manifest.get("format") != FORMAT or manifest.get("hash") != HASH:
+            raise ValueError(f"not a {FORMAT} / {HASH} index (got {manifest.get('format')!r}, "
+                             f"{manifest.get('hash')!r})")
+        lsh = cls(manifest["threshold"], manifest["num_perm"], tuple(manifest["weights"]),
+                  params=(manifest["bands"], manifest["rows"]), compact_at=compact_at)
+        lsh._files.load(Path(folder), manifest, lsh._slots, (), lsh._runs)
         return lsh

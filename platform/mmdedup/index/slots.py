@@ -1,12 +1,10 @@
 """Id bookkeeping shared by the candidate indexes: dense positions, tombstones, pairs, saving.
 
 FAISS and the band arrays address entries by dense position; these helpers map positions
-to item ids and back, delete by tombstone, and write index files atomically.
+to item ids and back and delete by tombstone.
 """
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 
@@ -60,6 +58,20 @@ class Slots:
         self.n_dead = 0
         self._ascending = True
         self._order: np.ndarray | None = None
+        self.renumbered = False  # positions changed since the index files were last written
+
+    @property
+    def ascending(self) -> bool:
+        return self._ascending
+
+    def restore(self, ids: np.ndarray, ascending: bool) -> None:
+        """Take saved ids back, all live (the caller kills the saved dead ones); whether
+        they ascend is saved with them, so that opening never scans them."""
+        self.ids = ids
+        self.alive = np.ones(len(ids), np.bool_)
+        self.n_dead = 0
+        self._ascending = ascending
+        self._order = None
 
     def __len__(self) -> int:
         return len(self.ids) - self.n_dead
@@ -99,7 +111,8 @@ class Slots:
         start = len(self.ids)
         if len(ids) == 0:
             return start
-        if start and ids.min() <= self.ids.max(initial=np.iinfo(np.int64).min):
+        top = self.ids[-1] if start and self._ascending else self.ids.max(initial=np.iinfo(np.int64).min)
+        if start and ids.min() <= top:
             self.kill(self.find(ids))
         ascending = bool(np.all(ids[1:] >= ids[:-1]))
         self._ascending = self._ascending and ascending and (start == 0 or ids[0] >= self.ids[-1])
@@ -123,22 +136,8 @@ class Slots:
         self.n_dead = 0
         self._ascending = bool(np.all(self.ids[1:] >= self.ids[:-1]))
         self._order = None
+        self.renumbered = True
         return keep
-
-
-def atomic_savez(path: str | os.PathLike, **arrays: np.ndarray) -> None:
-    """Write an .npz so a crash mid-save leaves the old file, never half a file."""
-    path = os.fspath(path)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def entry_ids(pks: int | list[int] | np.ndarray, per_item: int, n: int | None = None) -> np.ndarray:

@@ -9,17 +9,19 @@ to it, ids kept in our own Slots (FAISS's HNSW cannot remove), deletions by tomb
 
 from __future__ import annotations
 
-import json
-import os
-from typing import NamedTuple
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import faiss
 import numpy as np
 
-from .slots import Slots, atomic_savez
+from .runs import load_array, new_token, save_array
+from .slots import Slots
 from .threads import threads_for
 
-FORMAT = "mmdedup.vectors/1"
+if TYPE_CHECKING:
+    import faiss
+
+FORMAT = "mmdedup.vectors/2"
 
 
 class Neighbours(NamedTuple):
@@ -40,6 +42,8 @@ class VectorIndex:
         self.compact_at = compact_at
         self._slots = Slots()
         self._vectors = np.empty((0, dim), np.float32)
+        import faiss  # loaded with the first vector index, not with every command
+
         self._index: faiss.Index = faiss.IndexFlatIP(dim)
 
     def __len__(self) -> int:
@@ -50,6 +54,8 @@ class VectorIndex:
 
     @property
     def kind(self) -> str:
+        import faiss
+
         return "hnsw" if isinstance(self._index, faiss.IndexHNSWFlat) else "flat"
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
@@ -97,25 +103,27 @@ class VectorIndex:
         keep = rank < k
         return Neighbours(query[keep], self._slots.ids[pos[keep]], scores[keep].astype(np.float32))
 
-    def save(self, path: str | os.PathLike) -> None:
-        keep = self._slots.alive
-        meta = {"format": FORMAT, "dim": self.dim, "flat_below": self.flat_below,
-                "hnsw_m": self.hnsw_m, "ef_search": self.ef_search}
-        atomic_savez(path, meta=np.array(json.dumps(meta)), ids=self._slots.ids[keep],
-                     vectors=self._vectors[keep])
+    def save(self, folder: str | Path, prefix: str, on_disk: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Write the live ids and vectors whole as files named ``prefix.*``; returns the
+        manifest naming them (the graph is built again on load)."""
+        folder, token, keep = Path(folder), new_token(), self._slots.alive
+        return {"format": FORMAT, "dim": self.dim, "flat_below": self.flat_below, "hnsw_m": self.hnsw_m,
+                "ef_search": self.ef_search,
+                "ids": save_array(folder, f"{prefix}.{token}.ids.npy", self._slots.ids[keep]),
+                "vectors": save_array(folder, f"{prefix}.{token}.vectors.npy", self._vectors[keep])}
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> VectorIndex:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"{path}: not a {FORMAT} file")
-            index = cls(meta["dim"], flat_below=meta["flat_below"], hnsw_m=meta["hnsw_m"],
-                        ef_search=meta["ef_search"])
-            index.add(data["ids"], data["vectors"])
+    def load(cls, folder: str | Path, manifest: dict[str, Any]) -> VectorIndex:
+        if manifest.get("format") != FORMAT:
+            raise ValueError(f"not a {FORMAT} index (got {manifest.get('format')!r})")
+        index = cls(manifest["dim"], flat_below=manifest["flat_below"], hnsw_m=manifest["hnsw_m"],
+                    ef_search=manifest["ef_search"])
+        index.add(load_array(Path(folder), manifest["ids"]), load_array(Path(folder), manifest["vectors"]))
         return index
 
     def _rebuild(self) -> None:
+        import faiss
+
         if len(self._vectors) >= self.flat_below:
             index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = 80

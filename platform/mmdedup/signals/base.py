@@ -64,7 +64,9 @@ class Signal(Generic[V, S]):
     # Always a column of the pairs line and table (null where a pair lacks it); the others
     # appear only where they have a value.
     listed: ClassVar[bool] = False
-    # The index files' parts and their loaders; empty: the signal keeps no index.
+    # The index files' parts and their loaders; empty: the signal keeps no index. A part
+    # saves itself with `save(folder, prefix, on_disk) -> manifest` and is opened by its
+    # loader `load(folder, manifest)` (index/cache.py says what each must keep to).
     index_parts: ClassVar[dict[str, Any]] = {}
     # The raw figures a query result reports (a pair keeps all of them).
     query_figures: ClassVar[tuple[str, ...]] = ()
@@ -197,11 +199,25 @@ class Signal(Generic[V, S]):
         return self._index
 
     def _open_index(self, session: Session, version: str) -> tuple[Any, int]:
-        stamp = read_stamp(self.folder, self.name)
-        if stamp is not None and all(stamp.get(k) == v for k, v in self.index_stamp(version).items()) \
-                and isinstance(stamp.get("seq"), int) \
-                and count_signatures_through(session, self.name, version, stamp["seq"]) == stamp.get("count"):
-            parts = load_parts(self.folder, self.name, self.index_parts)
+        """The index from its files when their stamp agrees with the store (opened, not
+        read whole: index/runs.py), else rebuilt from the stored signatures. A file that
+        went missing between reading the stamp and opening it (another process saved
+        meanwhile and deleted what its new stamp no longer names) gets one more look at
+        the stamp before the rebuild. Every change of a signature is a write that moves
+        `last_write`, so a stamp whose `seq` is the last write vouches for its files as
+        they are."""
+        for _ in range(2):
+            stamp = read_stamp(self.folder, self.name)
+            if stamp is None or not all(stamp.get(k) == v for k, v in self.index_stamp(version).items()) \
+                    or not isinstance(stamp.get("seq"), int):
+                break
+            # Nothing written since the save (the usual case for a query, and for an
+            # ingest after an ingest): nothing was replaced either, and the count (a scan
+            # of the version's signatures) is not needed.
+            if stamp["seq"] != last_write(session) \
+                    and count_signatures_through(session, self.name, version, stamp["seq"]) != stamp.get("count"):
+                break
+            parts = load_parts(self.folder, stamp, self.index_parts)
             if parts is not None:
                 return self.index_from_parts(parts), stamp["seq"]
         through = last_write(session)  # (read first: what is written after, is caught up)
