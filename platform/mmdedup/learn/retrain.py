@@ -1,7 +1,7 @@
 """The retraining job: TF-IDF, word weights and fusion from the store and the labels.
 
 Idempotent: each model is recomputed from what the store holds (document frequencies from
-the stored token sequences, word weights and fusion from the labels in force), and a model
+the stored texts, word weights and fusion from the labels in force), and a model
 equal to the active one changes nothing, so a second run with no new labels or texts
 re-signs nothing. One run at a time, across machines: the job holds a lock that lives as
 long as its process (store/locks.py); a second run waits or exits with `LockBusy`.
