@@ -91,6 +91,18 @@ def second_url(db_url: str, tmp_path: Path) -> str:
     pytest.skip("the reference store needs a second database (run on SQLite)")
 
 
+
+def count_work(text, work: list[tuple[int, int]]) -> None:  # noqa: ANN001
+    """Record, after each chunk, (texts of the chunk, refresh work done after it)."""
+    original = text.after_chunk
+
+    def counted() -> None:
+        texts, before = text._chunk_texts, sum(text.refresher.work.values())
+        original()
+        work.append((texts, sum(text.refresher.work.values()) - before))
+
+    text.after_chunk = counted
+
 def test_a_refresh_in_steps_ends_where_a_whole_refresh_does(db_url: str, tmp_path: Path,
 ) -> None:
     items, designed = corpus(760)
@@ -100,16 +112,8 @@ def test_a_refresh_in_steps_ends_where_a_whole_refresh_does(db_url: str, tmp_pat
     assert designed <= reference[2]
 
     with store(tmp_path / "steps", db_url, at_once=0) as p:
-        text = p.signal("text")
         work: list[tuple[int, int]] = []  # (texts of the chunk, refresh work after it)
-        original = text.after_chunk
-
-        def counted() -> None:
-            texts, before = text._chunk_texts, sum(text.refresher.work.values())
-            original()
-            work.append((texts, sum(text.refresher.work.values()) - before))
-
-        text.after_chunk = counted
+        count_work(p.signal("text"), work)
         # Half now; a "killed" process (closed between two chunks) leaves the refresh to
         # the next one.
         p.ingest(items[:400])
@@ -120,15 +124,7 @@ def test_a_refresh_in_steps_ends_where_a_whole_refresh_does(db_url: str, tmp_pat
         assert_one_version_a_pair(p, items[:400], resigned)
         rate = refresh_rate(p.settings.tfidf_refresh_growth)
     with store(tmp_path / "steps", db_url, at_once=0) as p:
-        text = p.signal("text")
-        original2 = text.after_chunk
-
-        def counted2() -> None:
-            texts, before = text._chunk_texts, sum(text.refresher.work.values())
-            original2()
-            work.append((texts, sum(text.refresher.work.values()) - before))
-
-        text.after_chunk = counted2
+        count_work(p.signal("text"), work)
         p.ingest(items[400:])
         result = outcome(p)
         with p.sessions() as session:

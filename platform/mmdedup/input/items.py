@@ -426,17 +426,18 @@ def probe_item(text: str | None, image: bytes | None, video: bytes | None, setti
                       video=frames, pictures=decoded)
 
 
-def stored_file(rel: str, source: str | None) -> Path:
+def stored_file(rel: str, source: str | None, root: Path | None = None) -> Path:
     """Where a stored asset's file is now, as ingest resolved it: an absolute path as is; a
     relative one against the manifest's folder or the folder ingested (the item's source),
-    else (items ingested from Python, source "api") the working directory."""
+    else (items ingested from Python, source "api") `root`, by default the working
+    directory."""
     path = Path(rel)
     if path.is_absolute():
         return path
     if source and source != "api":
         base = Path(source)
         return (base if base.is_dir() else base.parent) / path
-    return Path.cwd() / path
+    return (root or Path.cwd()) / path
 
 
 def read_stored_picture(rel: str, source: str | None, sha256: str, settings: Settings) -> Any:

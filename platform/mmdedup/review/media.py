@@ -20,7 +20,7 @@ import numpy as np
 from ..config import Settings
 from ..extract.image import ImageError, load_image
 from ..extract.video import VideoError, video_frames
-from ..input.items import InputError, read_file
+from ..input.items import InputError, read_file, stored_file
 
 KEYFRAMES = 3  # per video, spread over the frames kept (content-sampled, so they differ)
 KEYFRAME_SCAN = 60  # kept frames decoded to choose them from (about the first minute)
@@ -65,13 +65,7 @@ class AssetMedia:
 
     def resolve(self, rel: str, source: str | None) -> Path:
         """Where an asset is now (see the module's docstring)."""
-        path = Path(rel)
-        if path.is_absolute():
-            return path
-        if source and source != "api":
-            base = Path(source)
-            return (base if base.is_dir() else base.parent) / path
-        return (self.root or Path.cwd()) / path
+        return stored_file(rel, source, self.root)
 
     def _make(self, asset: dict[str, Any], path: Path) -> MediaView:
         view = MediaView(f"{asset['role']}: {asset['path']}", asset["role"])
