@@ -278,10 +278,16 @@ class Signal(Generic[V, S]):
     def pair_values(self, session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
         """This signal's calibrated score of each pair (a[i], b[i]), with its raw figures;
         NaN where either item lacks the signal (or the signal is off)."""
-        values = np.full(len(a), np.nan)
         if not len(a):
-            return SignalValues(values)
+            return SignalValues(np.full(0, np.nan))
         pos, batch = self.stored(session, np.unique(np.concatenate([a, b])).tolist())
+        return self.score_stored(session, a, b, pos, batch)
+
+    def score_stored(self, session: Session, a: np.ndarray, b: np.ndarray,
+                     pos: dict[int, int], batch: Any) -> SignalValues:
+        """`pair_values` from loaded values ({item pk: row of `batch`}): NaN where either
+        item of a pair is not among them."""
+        values = np.full(len(a), np.nan)
         if not pos:  # (most signals for most candidates: a text corpus has no pictures)
             return SignalValues(values)
         ra = np.array([pos.get(pk, -1) for pk in a.tolist()], np.int64)

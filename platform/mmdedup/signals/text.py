@@ -316,25 +316,15 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         if p is None or not len(a):
             return out
         found = load_signatures(session, NEXT_KIND, p.signer.version, np.unique(np.concatenate([a, b])).tolist())
-        if not found:
-            return out
-        pos = {pk: i for i, pk in enumerate(found)}
-        ra = np.array([pos.get(pk, -1) for pk in a.tolist()], np.int64)
-        rb = np.array([pos.get(pk, -1) for pk in b.tolist()], np.int64)
-        both = (ra >= 0) & (rb >= 0)
-        if not both.any():
-            return out
-        batch = self.unpack_many(list(found.values()))
-        raw, details = self.similarity(batch.take(ra[both]), batch.take(rb[both]))
-        raw, details = self.adjust(session, a[both], b[both], raw, details)
-        out.values[both] = self.calibrate(raw)
-        for key, col in details.items():
+        pending = self.score_stored(session, a, b, {pk: i for i, pk in enumerate(found)},
+                                    self.unpack_many(list(found.values())))
+        both = ~np.isnan(pending.values)
+        out.values[both] = pending.values[both]
+        for key, col in pending.details.items():
             if key in out.details:
-                out.details[key][both] = col
+                out.details[key][both] = col[both]
             else:
-                full = np.zeros(len(a), np.asarray(col).dtype)
-                full[both] = col
-                out.details[key] = full
+                out.details[key] = col
         return out
 
     # --- ingest --------------------------------------------------------------------------
