@@ -360,18 +360,28 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def _sign(self, session: Session, pks: np.ndarray, tokens: TokenBatch,
               texts: Sequence[str | None] | None, *, fresh: bool = False) -> np.ndarray:
-        """Sign items from their token sequences (and the texts of those with fewer than
-        SHORT_CHARS tokens, see `TextSigner.sign_tokens`), store the sketches, index them,
+        """Sign items under the active signer into the "text" slot and the active index,
         and return candidate pairs (n, 2) with indexed items and with each other."""
-        sk = self.signer.sign_tokens(tokens, texts)
-        replace_signatures(session, self.name, self.signer.version,
+        found = self.sign_into(session, self.signer, self.name, self.index(session), pks, tokens, texts,
+                               fresh=fresh)
+        self.indexed_write(session)
+        return found
+
+    def sign_into(self, session: Session, signer: TextSigner, kind: str, index: TextIndex,
+                  pks: np.ndarray, tokens: TokenBatch, texts: Sequence[str | None] | None, *,
+                  fresh: bool = False) -> np.ndarray:
+        """Sign items from their token sequences (and the texts of those with fewer than
+        SHORT_CHARS tokens, see `TextSigner.sign_tokens`) under `signer`, store the
+        sketches in slot `kind`, index them in `index`, and return candidate pairs (n, 2)
+        with indexed items and with each other: the active version's signing, and a
+        refresh's under its pending one (text_refresh.py)."""
+        sk = signer.sign_tokens(tokens, texts)
+        replace_signatures(session, kind, signer.version,
                            ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())), fresh=fresh)
-        index = self.index(session)
         self.index_remove(index, pks)
         live = ~sk.empty
         pks, sk = pks[live], sk.take(live)
         self.index_add(index, pks, sk)
-        self.indexed_write(session)
         q, other = self.search(index, sk)
         return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
 

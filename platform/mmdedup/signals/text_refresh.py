@@ -61,7 +61,6 @@ from ..store.signatures import (
     delete_other_versions,
     load_signatures,
     move_signatures,
-    replace_signatures,
     signatures_since,
 )
 
@@ -149,17 +148,10 @@ class Refresher:
         pending index and return their candidate pairs there."""
         p = self.pending
         assert p is not None
-        index = self.pending_index(session)
-        sk = p.signer.sign_tokens(tokens, texts)
-        replace_signatures(session, NEXT_KIND, p.signer.version,
-                           ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())))
-        self.signal.index_remove(index, pks)
-        live = ~sk.empty
-        pks, sk = pks[live], sk.take(live)
-        self.signal.index_add(index, pks, sk)
+        found = self.signal.sign_into(session, p.signer, NEXT_KIND, self.pending_index(session),
+                                      pks, tokens, texts)
         p.seq = session.info["write_seq"]
-        q, other = self.signal.search(index, sk)
-        return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
+        return found
 
     # --- steps ---------------------------------------------------------------------------
 
