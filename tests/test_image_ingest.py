@@ -151,3 +151,23 @@ def test_a_picture_changed_since_ingest_is_not_signed_again_from_its_new_bytes(
     assert failures == [("astro-small.jpg", "changed_file")]
     assert not any("astro-small.jpg" in k for k in got)
     assert ("astro-mirror.png", "astro.png") in got  # the unchanged copies pair again
+
+
+def test_a_picture_only_ingest_never_reads_a_tf_idf_table(home: Path, db_url: str, pictures: Path,
+                                                          monkeypatch) -> None:
+    """Pictures pay for no text model: the text signal's version is named from the
+    active models' rows, and its signer (the TF-IDF table) loads only to sign a text."""
+    import mmdedup.signals.text as text_signal
+
+    def no_table(session):  # noqa: ANN001, ANN202
+        raise AssertionError("a TF-IDF table was read for pictures")
+
+    monkeypatch.setattr(text_signal, "load_tfidf", no_table)
+    with Platform.open(home, db_url) as p:
+        assert p.ingest(pictures).new == 6
+        assert p.pairs("weak")
+    monkeypatch.undo()
+    with Platform.open(home, db_url) as p:  # and a text after them is signed as ever
+        p.ingest([{"id": "t", "text": "a caption for the astronaut " * 5},
+                  {"id": "u", "text": "a caption for the astronaut " * 5 + "again"}])
+        assert any(x["kind"] == "text-reuse" for x in p.pairs("weak"))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -78,6 +78,19 @@ def tokens_version() -> str:
     return f"{tokenizer_version()}|{HASH_VERSION}"
 
 
+def signer_version(tfidf: str, words: str) -> str:
+    """The version of the signatures a `TextSigner` makes under the TF-IDF and word-weight
+    versions named: known without loading either model (a command that only compares
+    versions, a picture-only ingest, never reads a TF-IDF table)."""
+    return "|".join([tokens_version(), f"tfidf={tfidf}", f"ww={words}", *_sketch_versions()])
+
+
+@lru_cache(maxsize=1)
+def _sketch_versions() -> tuple[str, ...]:
+    return (SIMHASH_VERSION, WeightedMinHash(num_perm=NUM_PERM).version, MinHash(num_perm=NUM_PERM).version,
+            f"sh{SHINGLE_N}", shingle_version(SHINGLE_N))  # short texts: character n-grams (`sign_tokens`)
+
+
 class TextSigner:
     """Pure: token sequences in, sketches out, under one TF-IDF model and word weights.
 
@@ -95,11 +108,7 @@ class TextSigner:
         self.multipliers = words.table  # (sorted word hashes, multiplier), 1.0 elsewhere
         self.minhash = MinHash(num_perm=NUM_PERM)
         self.wminhash = WeightedMinHash(num_perm=NUM_PERM)
-        self.version = "|".join([
-            tokens_version(), f"tfidf={model.version}", f"ww={words.version}",
-            SIMHASH_VERSION, self.wminhash.version, self.minhash.version, f"sh{SHINGLE_N}",
-            shingle_version(SHINGLE_N),  # short texts: character n-grams (see `sign_tokens`)
-        ])
+        self.version = signer_version(model.version, words.version)
 
     def term_weights(self, hashes: np.ndarray) -> np.ndarray:
         """TF-IDF weight of each hash times its learned multiplier capped at 1 (0: left out).

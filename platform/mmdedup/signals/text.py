@@ -37,6 +37,7 @@ from ..extract.text_sketches import (
     Decisive,
     TextSigner,
     TextSketches,
+    signer_version,
     similarity,
     tokenize_texts,
 )
@@ -138,6 +139,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._signer: TextSigner | None = None
+        self._version: str | None = None  # the active signer's version, known before it loads
         self.refreshes = 0
         self._texts: int | None = None  # texts in the store, at most (see needs_refresh)
         self._caught_up: str | None = None  # signer version whose stale signatures were redone
@@ -154,13 +156,26 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         return self._signer
 
     def version(self) -> str:
-        return self.signer.version
+        """The active signer's version, from the active models' names: a command that
+        only asks (the scorer's stamp, a picture-only ingest) never loads the TF-IDF table."""
+        if self._signer is not None:
+            return self._signer.version
+        if self._version is None:
+            with self.sessions() as session:
+                active = models.active_versions(session, ("tfidf", WORDS_KIND))
+            self._version = signer_version(active.get("tfidf", PRIOR_VERSION), active.get(WORDS_KIND, UNIT.version))
+        return self._version
+
+    def _drop_signer(self) -> None:
+        """Forget the active models (read again when next needed)."""
+        self._signer = self._version = None
 
     def follow_active(self) -> None:
         """Drop the signer if another process (a retrain) changed the active models, so
         this long-lived signal never signs under superseded ones."""
         with self.sessions() as session:
             if self._signer is None:
+                self._version = None  # (named from the models active then: asked again)
                 self.refresher.follow(session)
                 return
             active = models.active_versions(session, ("tfidf", WORDS_KIND))
@@ -174,7 +189,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                     self.refresher.pending_index(session)
                     self.adopt(p.signer, p.index, p.seq)
                 else:
-                    self._signer = None
+                    self._drop_signer()
                     self._index = None
             self.refresher.follow(session)
 
@@ -188,7 +203,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         """Re-read the active TF-IDF model and word weights (a retrain or rollback changed
         them); True if stored text signatures are of another version, i.e. texts must be
         signed again (also after a re-sign that a crash cut short)."""
-        self._signer = None
+        self._drop_signer()
         return self._has_stale_signatures()
 
     def _has_stale_signatures(self) -> bool:
@@ -412,7 +427,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         active = models.active_versions(session, ("tfidf", WORDS_KIND))
         if (active.get("tfidf", PRIOR_VERSION) != self.signer.model.version
                 or active.get(WORDS_KIND, UNIT.version) != self.signer.words.version):
-            self._signer = self._index = None
+            self._drop_signer()
+            self._index = None
             self.refresher.pending = None
             return False
         return True
