@@ -99,6 +99,25 @@ class Slots:
         pos = k if sorter is None else sorter[k]
         return pos[self.alive[pos]]
 
+    def position(self, ids: np.ndarray) -> np.ndarray:
+        """The live position of each id, aligned with `ids`; -1 where it has none (an id
+        has at most one live slot: `append` kills the old one)."""
+        ids = np.asarray(ids, dtype=np.int64).ravel()
+        out = np.full(len(ids), -1, np.int64)
+        if len(ids) == 0 or len(self.ids) == 0:
+            return out
+        sorter = None
+        if not self._ascending:
+            if self._order is None:
+                self._order = np.argsort(self.ids, kind="stable")
+            sorter = self._order
+        k = np.searchsorted(self.ids, ids, side="right", sorter=sorter) - 1  # the newest slot
+        k = np.maximum(k, 0)
+        pos = k if sorter is None else sorter[k]
+        found = (self.ids[pos] == ids) & self.alive[pos]
+        out[found] = pos[found]
+        return out
+
     def append(self, ids: np.ndarray) -> int:
         """Give ``ids`` new slots; a live id already present is replaced (upsert).
 

@@ -17,7 +17,8 @@ What it keeps beyond the contract's shared work (signals/base.py):
 - decisive words (`Decisive`): a pair whose texts differ in a word reviewers found decisive
   keeps only part of its raw similarity.
 
-Its index is a SimHash Hamming index plus band LSH over the weighted MinHash.
+Its index is a SimHash Hamming index plus band LSH over the weighted MinHash, and the low
+bits of both MinHashes, which rule out candidates in memory (`reachable`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from ..extract.text_sketches import (
     similarity,
     tokenize_texts,
 )
+from ..index.bbit import BitRows, agreeing, low_bits
 from ..index.hamming import HammingIndex
 from ..index.lsh import BandLSH, optimal_params
 from ..input.items import LoadedItem, text_for_signals
@@ -120,10 +122,18 @@ def freeze(session: Session, keys: np.ndarray, df: np.ndarray, n_docs: int) -> T
 
 @dataclass
 class TextIndex:
-    """The Hamming index of the SimHash codes and the band LSH of the weighted MinHash."""
+    """The Hamming index of the SimHash codes and the band LSH of the weighted MinHash,
+    and the low bits of both MinHashes of every text, which rule out in memory the
+    candidates that could not reach `pair_floor` (`TextSignal.reachable`)."""
 
     hamming: HammingIndex
     lsh: BandLSH
+    bits: BitRows
+
+
+def sketch_bits(sk: TextSketches) -> np.ndarray:
+    """A text's row of `TextIndex.bits`: the low bits of its weighted and its plain MinHash."""
+    return np.concatenate([low_bits(sk.wminhash), low_bits(sk.minhash)], axis=1)
 
 
 class TextSignal(Signal[TextSketches, TextSettings]):
@@ -133,7 +143,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     kind = "text-reuse"
     listed = True
     exact_parts = ("text", "html")
-    index_parts: ClassVar = {"simhash": HammingIndex.load, "lsh": BandLSH.load}
+    index_parts: ClassVar = {"simhash": HammingIndex.load, "lsh": BandLSH.load, "bits": BitRows.load}
     query_figures = ("wjaccard", "jaccard")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -242,13 +252,13 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def new_index(self) -> TextIndex:
         perms = min(self.config.lsh_perms, NUM_PERM)
-        return TextIndex(HammingIndex(), BandLSH(self.config.lsh_threshold, perms))
+        return TextIndex(HammingIndex(), BandLSH(self.config.lsh_threshold, perms), BitRows(NUM_PERM))
 
     def index_from_parts(self, parts: dict[str, Any]) -> TextIndex:
-        return TextIndex(parts["simhash"], parts["lsh"])
+        return TextIndex(parts["simhash"], parts["lsh"], parts["bits"])
 
     def parts_of(self, index: TextIndex) -> dict[str, Any]:
-        return {"simhash": index.hamming, "lsh": index.lsh}
+        return {"simhash": index.hamming, "lsh": index.lsh, "bits": index.bits}
 
     def index_stamp(self, version: str) -> dict[str, Any]:
         """The usual stamp and the LSH's bands and rows (a changed threshold rebuilds)."""
@@ -260,10 +270,12 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         pks, sk = pks[live], sk.take(live)
         index.hamming.add(pks, sk.simhash)
         index.lsh.add(pks, sk.wminhash[:, : index.lsh.num_perm])
+        index.bits.add(pks, sketch_bits(sk))
 
     def index_remove(self, index: TextIndex, pks: np.ndarray) -> None:
         index.hamming.remove(pks)
         index.lsh.remove(pks)
+        index.bits.remove(pks)
 
     def search(self, index: TextIndex, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
         """(query row, item pk) pairs from either index, deduplicated."""
@@ -398,7 +410,29 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         pks, sk = pks[live], sk.take(live)
         self.index_add(index, pks, sk)
         q, other = self.search(index, sk)
+        keep = self.reachable(index, sk, q, other)
+        q, other = q[keep], other[keep]
         return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
+
+    def reachable(self, index: TextIndex, sk: TextSketches, q: np.ndarray, other: np.ndarray) -> np.ndarray:
+        """Whether each candidate (row q[i] of `sk`, indexed item other[i]) could reach
+        `pair_floor` on this signal: its raw similarity (the larger of two MinHash
+        agreements) is at most the agreement of their low bits (index/bbit.py), and its
+        score at most that bound calibrated. A fused score is never above its best signal,
+        so a candidate ruled out here is one the scorer would have dropped after reading
+        both signatures from the store, unless a signal that proposes no candidates of its
+        own (the page template, `dom`) lifts it: such pairs are left to the indexes of the
+        signals that make them alike. Queries are not filtered: they list the best
+        matches whatever their score."""
+        if not len(q):
+            return np.zeros(0, bool)
+        have, theirs = index.bits.rows(other)
+        mine = sketch_bits(sk)[q]
+        half = mine.shape[1] // 2  # (the weighted MinHash's bytes, then the plain one's)
+        agree = np.maximum(agreeing(mine[:, :half], theirs[:, :half]), agreeing(mine[:, half:], theirs[:, half:]))
+        xs, ys = zip(*self.config.calibration)
+        bound = np.interp(agree / NUM_PERM, xs, np.maximum.accumulate(ys))  # (monotone)
+        return ~have | (bound >= self.settings.pair_floor)
 
     def after_chunk(self) -> None:
         """A bounded step of a TF-IDF refresh (text_refresh.py), its budget the texts the
