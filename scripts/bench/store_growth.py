@@ -16,7 +16,7 @@ process's CPU time, so it can say:
   texts' words, in a process of its own, no storage): the baseline of the same run.
 
     python scripts/bench/store_growth.py --n 1000000 [--db URL] [--keep DIR] [--no-datasketch]
-                                         [--together]
+                                         [--together] [--timeline CSV]
 
 `--keep DIR` keeps the manifest (and reuses it when it is there) and the store. `--together`
 runs the baseline at the same time as the ingest (one core each on a two-core machine):
@@ -229,10 +229,11 @@ def at(samples: list[tuple[float, float, int]], items: float) -> tuple[float, fl
     return float(np.interp(items, counts, walls)), float(np.interp(items, counts, cpus))
 
 
-def longest_stall(samples: list[tuple[float, float, int]]) -> float:
-    """Longest wall time between the first and last commit in which the count stood still."""
-    moved = [t for (t, _, c), (_, _, prev) in zip(samples[1:], samples[:-1]) if c != prev]
-    return max((b - a for a, b in zip(moved, moved[1:])), default=0.0)
+def longest_stall(samples: list[tuple[float, float, int]]) -> tuple[float, int]:
+    """Longest wall time between the first and last commit in which the count stood
+    still, and the count it stood at."""
+    moved = [(t, c) for (t, _, c), (_, _, prev) in zip(samples[1:], samples[:-1]) if c != prev]
+    return max(((b - a, count) for (a, count), (b, _) in zip(moved, moved[1:])), default=(0.0, 0))
 
 
 def main() -> None:
@@ -242,6 +243,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="keep the manifest and store here")
     parser.add_argument("--no-datasketch", action="store_true", help="skip the baseline")
     parser.add_argument("--together", action="store_true", help="run the baseline alongside the ingest")
+    parser.add_argument("--timeline", type=Path, default=None,
+                        help="write the samples (wall s, CPU s, items) here as CSV")
     args = parser.parse_args()
 
     folder = args.keep or Path(tempfile.mkdtemp(prefix="store-growth-"))
@@ -264,6 +267,9 @@ def main() -> None:
     run = watch(command + ["ingest", "--no-progress", str(manifest)], store)
     store.close()
     disk = store.disk_bytes()
+    if args.timeline is not None:
+        args.timeline.write_text("wall_s,cpu_s,items\n" + "".join(
+            f"{w:.2f},{c:.2f},{i}\n" for w, c, i in run["samples"]))
 
     n = args.n
     w0, c0 = at(run["samples"], 0)
@@ -280,7 +286,8 @@ def main() -> None:
     print(f"| texts/s, first 10% of the items (wall / CPU) | {first_wall:,.0f} / {first_cpu:,.0f} |")
     print(f"| texts/s, last 10% (wall / CPU) | {last_wall:,.0f} / {last_cpu:,.0f} |")
     print(f"| last / first (wall / CPU) | {last_wall / first_wall:.2f} / {last_cpu / first_cpu:.2f} |")
-    print(f"| longest stall (no item committed) | {longest_stall(run['samples']):.1f} s |")
+    stall, stalled_at = longest_stall(run["samples"])
+    print(f"| longest stall (no item committed) | {stall:.1f} s (at {stalled_at:,} items) |")
     print(f"| bytes written to disk per item | {run['written'] / n:,.0f} |")
     print(f"| store bytes per item (all files) / beyond the text | {disk / n:,.0f} / {(disk - text_bytes) / n:,.0f} |")
     print(f"| text bytes per item | {text_bytes / n:,.0f} |")
