@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import select
 
 from mmdedup import Platform
-from mmdedup.signals.text_refresh import NEXT_KIND, PENDING_KIND, refresh_rate
+from mmdedup.signals.text_refresh import MOVES_A_TEXT, NEXT_KIND, PAIRS_A_TEXT, PENDING_KIND, refresh_rate
 from mmdedup.store.schema import ModelVersion, Signature
 from mmdedup.store.signatures import version_names
 
@@ -132,10 +132,10 @@ def test_a_refresh_in_steps_ends_where_a_whole_refresh_does(db_url: str, tmp_pat
             assert not session.scalar(select(Signature.item_pk).where(Signature.kind == NEXT_KIND).limit(1))
     # Each chunk's refresh work is bounded by its own texts, whatever the store holds
     # (a phase ending starts the next in the same step: at most three phases' budgets, the
-    # tidy's moves and pairs counted at 16 a text each).
+    # tidy's moves and pairs counted at their multiples of a text).
     assert any(w for _, w in work)
     for texts, w in work:
-        assert w <= 3 * 2 * 16 * math.ceil(rate * texts), (texts, w)
+        assert w <= 3 * (MOVES_A_TEXT + PAIRS_A_TEXT) * math.ceil(rate * texts), (texts, w)
     # Same model, same signatures, every designed pair; any other pair a whole refresh
     # found is found too.
     assert result[0] == reference[0]

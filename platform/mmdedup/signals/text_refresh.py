@@ -71,8 +71,16 @@ PENDING_KIND = "tfidf-pending"
 NEXT_KIND = "text:next"  # the second slot of text signatures, while a refresh runs
 TOKENS_KIND = "tokens"  # token sequences older stores kept per text: deleted a batch a step
 _COUNTING, _TIDY = "counting", "tidy"  # the pending row's version in those phases
-# Tidying moves rows and re-scores pairs, far cheaper a unit than signing a text.
-_TIDY_FACTOR = 16
+# Tidying moves signature rows and re-scores pairs, a step's units a multiple of its budget.
+# A move (about 40 us) is cheaper than a text signed again, searched and its pairs scored
+# (150-250 us), a pair re-scored and rewritten (about 100 us) not by as much: at 16 of
+# each a text, a step at 100,000 texts took 2 s after a 1 s chunk. At 8 moves a text, a
+# tidy of every text stored at the switch (6.6 times those at the refresh point) takes 1.3
+# times the refresh point's texts to arrive, so count, sign and tidy together (6.9) end
+# before the next point (7, at growth 8); pairs (about one a text in eight) at 2 a text
+# are done sooner.
+MOVES_A_TEXT = 8
+PAIRS_A_TEXT = 2
 
 
 def refresh_rate(growth: float) -> float:
@@ -267,17 +275,17 @@ class Refresher:
     def _tidy(self, session: Session, row: ModelVersion, budget: int) -> bool:
         """Move pending signatures into place and re-score pairs, a batch a step; True
         while there is more."""
-        limit = budget * _TIDY_FACTOR
+        limit, pair_limit = budget * MOVES_A_TEXT, budget * PAIRS_A_TEXT
         params = row.params
         moved = move_signatures(session, NEXT_KIND, self.signal.name, params["signer"], limit)
         moved += delete_other_versions(session, NEXT_KIND, [params["signer"]], limit - moved) if moved < limit else 0
         self.work["moved"] += moved
         after = tuple(params["after"])
-        pairs = stale_pairs(session, "", after, limit)  # every scored pair, in key order
+        pairs = stale_pairs(session, "", after, pair_limit)  # every scored pair, in key order
         if len(pairs) and self.signal.rescore is not None:
             self.signal.rescore(session, pairs)
             self.work["rescored"] += len(pairs)
-        if moved < limit and len(pairs) < limit:
+        if moved < limit and len(pairs) < pair_limit:
             models.delete_row(session, row)
             return False
         row.params = {**params, "after": pairs[-1].tolist() if len(pairs) else list(after)}
