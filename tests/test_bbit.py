@@ -62,6 +62,11 @@ def test_bit_rows_answer_by_id_through_removal_compaction_and_files(tmp_path: Pa
         assert have.tolist() == [True, True, False, True, True, False]
         assert (got[0] == rows[1]).all() and (got[1] == rows[1]).all() and (got[3] == rows[0]).all()
         assert (got[4] == rows[5]).all() and not got[[2, 5]].any()
+    opened.remove(np.arange(4, 100))  # compacted: the memory-mapped rows copied out
+    opened.add(np.array([400]), rows[7:8])
+    have, got = opened.rows(np.array([1, 3, 200, 300, 400, 50]))
+    assert have.tolist() == [True, True, True, True, True, False]
+    assert (got[:5] == rows[[1, 1, 0, 5, 7]]).all()
 
 
 def test_ruled_out_candidates_are_exactly_pairs_the_scorer_would_drop(tmp_path: Path) -> None:

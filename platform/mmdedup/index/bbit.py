@@ -49,21 +49,34 @@ def agreeing(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 class BitRows:
-    """A packed row of fixed width per item id; a cache rebuildable from the signatures."""
+    """A packed row of fixed width per item id; a cache rebuildable from the signatures.
+
+    The rows saved as the main file stay memory-mapped (`head`: 128 bytes a text, read as
+    candidates touch them, not at every open); what came after, from segments or added
+    since, is held in a buffer grown by half at a time (`tail`)."""
 
     def __init__(self, width: int, compact_at: float = 0.25) -> None:
         self.width = int(width)
         self.compact_at = compact_at
         self._slots = Slots()
-        self._buffer = np.empty((0, self.width), np.uint8)  # by position, room to grow
+        self._head = np.empty((0, self.width), np.uint8)  # positions [0, len(head))
+        self._tail = np.empty((0, self.width), np.uint8)  # the positions after, with room
         self._files = PositionFiles()
-
-    @property
-    def _rows(self) -> np.ndarray:
-        return self._buffer[: len(self._slots.ids)]
 
     def __len__(self) -> int:
         return len(self._slots)
+
+    def _take(self, pos: np.ndarray) -> np.ndarray:
+        head = len(self._head)
+        out = np.empty((len(pos), self.width), np.uint8)
+        first = pos < head
+        out[first] = self._head[pos[first]]
+        out[~first] = self._tail[pos[~first] - head]
+        return out
+
+    def __getitem__(self, part: slice) -> np.ndarray:
+        """Rows of a range of positions (what a save writes)."""
+        return self._take(np.arange(len(self._slots.ids), dtype=np.int64)[part])
 
     def add(self, ids: np.ndarray, rows: np.ndarray) -> None:
         """Hold rows under ids; an id already present is replaced."""
@@ -73,13 +86,13 @@ class BitRows:
             raise ValueError(f"{len(ids)} ids need ({len(ids)}, {self.width}) rows, got {rows.shape}")
         if len(ids) == 0:
             return
-        start = self._slots.append(ids)
+        start = self._slots.append(ids) - len(self._head)
         end = start + len(ids)
-        if end > len(self._buffer):  # (grown by half again: an add copies no more than that)
-            grown = np.empty((max(end, len(self._buffer) * 3 // 2), self.width), np.uint8)
-            grown[:start] = self._buffer[:start]
-            self._buffer = grown
-        self._buffer[start:end] = rows
+        if end > len(self._tail):  # (grown by half again: an add copies no more than that)
+            grown = np.empty((max(end, len(self._tail) * 3 // 2), self.width), np.uint8)
+            grown[:start] = self._tail[:start]
+            self._tail = grown
+        self._tail[start:end] = rows
         self._maybe_compact()
 
     def remove(self, ids: np.ndarray) -> int:
@@ -89,30 +102,32 @@ class BitRows:
 
     def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(whether each id has a live row, the rows: zeros where not)."""
-        ids = np.asarray(ids, dtype=np.int64).ravel()
         pos = self._slots.position(ids)
         have = pos >= 0
-        out = np.zeros((len(ids), self.width), np.uint8)
-        out[have] = self._rows[pos[have]]
+        out = np.zeros((len(pos), self.width), np.uint8)
+        out[have] = self._take(pos[have])
         return have, out
 
     def _maybe_compact(self) -> None:
         if self._slots.dead_fraction > self.compact_at:
-            rows = self._rows
-            self._buffer = rows[self._slots.compact()]
+            keep = np.flatnonzero(self._slots.alive)
+            self._tail = self._take(keep)
+            self._head = self._head[:0]
+            self._slots.compact()
 
     def save(self, folder: str | Path, prefix: str, on_disk: dict[str, Any] | None = None) -> dict[str, Any]:
         """Write what the files on disk lack (index/runs.py); returns their manifest."""
         return self._files.save(Path(folder), prefix, {"format": FORMAT, "width": self.width},
-                                self._slots, {"rows": self._rows}, None, on_disk)
+                                self._slots, {"rows": self}, None, on_disk)
 
     @classmethod
     def load(cls, folder: str | Path, manifest: dict[str, Any], compact_at: float = 0.25) -> "BitRows":
         if manifest.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} file set (got {manifest.get('format')!r})")
         out = cls(manifest["width"], compact_at)
-        rows = out._files.load(Path(folder), manifest, out._slots, ("rows",), None)["rows"]
-        if rows.dtype != np.uint8 or rows.shape[1:] != (out.width,):
-            raise ValueError("bit rows do not match their manifest")
-        out._buffer = rows
+        head, tail = out._files.load(Path(folder), manifest, out._slots, ("rows",), None, mapped=True)["rows"]
+        for part in (head, tail):
+            if part.dtype != np.uint8 or part.shape[1:] != (out.width,):
+                raise ValueError("bit rows do not match their manifest")
+        out._head, out._tail = head, tail
         return out

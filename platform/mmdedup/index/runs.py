@@ -223,9 +223,11 @@ class PositionFiles:
         return manifest
 
     def load(self, folder: Path, manifest: dict[str, Any], slots: Slots, columns: tuple[str, ...],
-             runs: Runs | None) -> dict[str, np.ndarray]:
+             runs: Runs | None, mapped: bool = False) -> dict[str, Any]:
         """Fill `slots` and `runs` from the files; return the columns. Main runs are
-        memory-mapped; ids, columns and segments are read (8 bytes a position)."""
+        memory-mapped; ids, columns and segments are read (8 bytes a position). `mapped`:
+        each column as (its main part memory-mapped, its segments read and joined), for
+        columns wider than the ids (index/bbit.py)."""
         main, segments = manifest["main"], manifest["segments"]
         ends = [main["end"]] + [s["end"] for s in segments]
         starts = [0] + [s["start"] for s in segments]
@@ -235,10 +237,17 @@ class PositionFiles:
         ids = np.concatenate([load_array(folder, p["ids"]) for p in parts])
         if len(ids) != manifest["n"] or ids.dtype != np.int64:
             raise ValueError("index ids do not match their manifest")
-        out = {}
+        out: dict[str, Any] = {}
         for col in columns:
-            out[col] = np.concatenate([load_array(folder, p[col]) for p in parts])
-            if len(out[col]) != len(ids):
+            if mapped:
+                head = load_array(folder, main[col], mmap=True)
+                rest = [load_array(folder, p[col]) for p in segments]
+                out[col] = (head, np.concatenate(rest) if rest else head[:0].copy())
+                size = len(head) + len(out[col][1])
+            else:
+                out[col] = np.concatenate([load_array(folder, p[col]) for p in parts])
+                size = len(out[col])
+            if size != len(ids):
                 raise ValueError(f"index {col} do not match their ids")
         slots.restore(ids, bool(manifest["ascending"]))
         if manifest["dead"] is not None:
