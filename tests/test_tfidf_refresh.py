@@ -123,13 +123,23 @@ def test_a_refresh_in_steps_ends_where_a_whole_refresh_does(db_url: str, tmp_pat
             resigned = set(session.scalars(select(Signature.item_pk).where(Signature.kind == NEXT_KIND)))
         assert_one_version_a_pair(p, items[:400], resigned)
         rate = refresh_rate(p.settings.tfidf_refresh_growth)
+    # The pending index was saved with the active one: the next process opens it from its
+    # files instead of reading every text signed so far, and its files go with the refresh.
+    index = tmp_path / "steps" / "index"
+    assert (index / "text-next-index.json").exists()
     with store(tmp_path / "steps", db_url, at_once=0) as p:
-        count_work(p.signal("text"), work)
+        text = p.signal("text")
+        count_work(text, work)
+        rebuilt: list[str] = []
+        original = text.rebuilt_index
+        text.rebuilt_index = lambda session, kind, version: rebuilt.append(kind) or original(session, kind, version)
         p.ingest(items[400:])
+        assert NEXT_KIND not in rebuilt
         result = outcome(p)
         with p.sessions() as session:
             assert session.scalar(select(ModelVersion).where(ModelVersion.kind == PENDING_KIND)) is None
             assert not session.scalar(select(Signature.item_pk).where(Signature.kind == NEXT_KIND).limit(1))
+    assert not list(index.glob("text-next*"))
     # Each chunk's refresh work is bounded by its own texts, whatever the store holds
     # (a phase ending starts the next in the same step: at most three phases' budgets, the
     # tidy's moves and pairs counted at their multiples of a text).

@@ -76,6 +76,16 @@ def save_cached(folder: Path, name: str, stamp: dict[str, Any], parts: dict[str,
                 path.unlink(missing_ok=True)
 
 
+def drop_cached(folder: Path, name: str) -> None:
+    """Delete index `name`: its stamp first (so no process opens it any more), then the
+    files of its parts. Call under the store's write lock."""
+    stamp = read_stamp(folder, name)
+    (folder / f"{name}-index.json").unlink(missing_ok=True)
+    for part in (stamp or {}).get("parts", {}):
+        for path in folder.glob(f"{name}-{part}.*"):
+            path.unlink(missing_ok=True)
+
+
 def _files_named(manifest: Any) -> list[str]:
     """Every string anywhere in a manifest: the names of the files it keeps among them."""
     if isinstance(manifest, dict):

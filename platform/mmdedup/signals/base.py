@@ -198,16 +198,19 @@ class Signal(Generic[V, S]):
         self._catch_up_index(session, version)
         return self._index
 
-    def _open_index(self, session: Session, version: str) -> tuple[Any, int]:
-        """The index from its files when their stamp agrees with the store (opened, not
-        read whole: index/runs.py), else rebuilt from the stored signatures. A file that
+    def _open_index(self, session: Session, version: str, kind: str | None = None) -> tuple[Any, int]:
+        """The index of the signatures of `kind` (the signal's own by default; the text
+        signal's second slot while a refresh signs) from its files when their stamp
+        agrees with the store (opened, not read whole: index/runs.py), else rebuilt from
+        the stored signatures. A file that
         went missing between reading the stamp and opening it (another process saved
         meanwhile and deleted what its new stamp no longer names) gets one more look at
         the stamp before the rebuild. Every change of a signature is a write that moves
         `last_write`, so a stamp whose `seq` is the last write vouches for its files as
         they are."""
+        kind = kind or self.name
         for _ in range(2):
-            stamp = read_stamp(self.folder, self.name)
+            stamp = read_stamp(self.folder, stamp_name(kind))
             if stamp is None or not all(stamp.get(k) == v for k, v in self.index_stamp(version).items()) \
                     or not isinstance(stamp.get("seq"), int):
                 break
@@ -215,31 +218,39 @@ class Signal(Generic[V, S]):
             # ingest after an ingest): nothing was replaced either, and the count (a scan
             # of the version's signatures) is not needed.
             if stamp["seq"] != last_write(session) \
-                    and count_signatures_through(session, self.name, version, stamp["seq"]) != stamp.get("count"):
+                    and count_signatures_through(session, kind, version, stamp["seq"]) != stamp.get("count"):
                 break
             parts = load_parts(self.folder, stamp, self.index_parts)
             if parts is not None:
                 return self.index_from_parts(parts), stamp["seq"]
         through = last_write(session)  # (read first: what is written after, is caught up)
+        return self.rebuilt_index(session, kind, version), through
+
+    def rebuilt_index(self, session: Session, kind: str, version: str) -> Any:
+        """An index of every stored signature of `kind` and `version` (no usable files)."""
         index = self.new_index()
-        stored = load_signatures(session, self.name, version)
+        stored = load_signatures(session, kind, version)
         if stored:
             self.index_add(index, np.fromiter(stored, np.int64, len(stored)),
                            self.unpack_many(list(stored.values())))
-        return index, through
+        return index
 
     def _catch_up_index(self, session: Session, version: str) -> None:
-        """Add what was written since the index last caught up: another process's items,
-        or the values of items another process changed (taken out first)."""
+        self._seq = self.caught_up(session, self._index, self.name, version, self._seq)
+
+    def caught_up(self, session: Session, index: Any, kind: str, version: str, seq: int) -> int:
+        """Add to `index` what was written to `kind` since write `seq`: another process's
+        items, or the values of items another process changed (taken out first). Returns
+        the write the index is now caught up with."""
         through = last_write(session)
-        if through == self._seq:
-            return
-        new = signatures_since(session, self.name, version, self._seq)
+        if through == seq:
+            return seq
+        new = signatures_since(session, kind, version, seq)
         if new:
             pks = np.fromiter(new, np.int64, len(new))
-            self.index_remove(self._index, pks)
-            self.index_add(self._index, pks, self.unpack_many(list(new.values())))
-        self._seq = through
+            self.index_remove(index, pks)
+            self.index_add(index, pks, self.unpack_many(list(new.values())))
+        return through
 
     def indexed_write(self, session: Session) -> None:
         """After this transaction added its own values to the index: the index holds
@@ -260,12 +271,16 @@ class Signal(Generic[V, S]):
         (name,) = self.index_parts
         return {name: index}
 
-    def save_index(self, session: Session) -> None:
-        version = self._index_version
-        save_cached(self.folder, self.name, {
-            **self.index_stamp(version), "seq": self._seq,
-            "count": count_signatures_through(session, self.name, version, self._seq)},
-            self.parts_of(self._index))
+    def save_index(self, session: Session, index: Any = None, kind: str | None = None,
+                   version: str | None = None, seq: int | None = None) -> None:
+        """Save an index caught up to write `seq` with its stamp: the active one by
+        default, or another slot's (`kind`, `version`, `seq`)."""
+        kind, version = kind or self.name, version or self._index_version
+        seq = self._seq if seq is None else seq
+        save_cached(self.folder, stamp_name(kind), {
+            **self.index_stamp(version), "seq": seq,
+            "count": count_signatures_through(session, kind, version, seq)},
+            self.parts_of(self._index if index is None else index))
 
     # --- scoring pairs -------------------------------------------------------------------
 
@@ -353,6 +368,12 @@ class Signal(Generic[V, S]):
         scores = self.calibrate(raw)
         return {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
                 for i, pk in enumerate(found)}
+
+
+def stamp_name(kind: str) -> str:
+    """The name an index of a signature kind's values is saved under ("text:next" ->
+    "text-next")."""
+    return kind.replace(":", "-")
 
 
 def _spread(column: np.ndarray, have: np.ndarray) -> np.ndarray:

@@ -323,16 +323,26 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             found.update(load_signatures(session, NEXT_KIND, version, rest))
         return {pk: i for i, pk in enumerate(found)}, self.unpack_many(list(found.values()))
 
-    def _open_index(self, session: Session, version: str) -> tuple[Any, int]:
-        """As the contract's, plus the signatures of that version still in the second slot
-        (a refresh switched versions and its tidy has not moved them all yet)."""
-        index, seq = super()._open_index(session, version)
-        extra = load_signatures(session, NEXT_KIND, version)
+    def rebuilt_index(self, session: Session, kind: str, version: str) -> TextIndex:
+        """As the contract's; the active index also takes the signatures of its version
+        still in the second slot (a refresh switched versions and its tidy has not moved
+        them all yet). Index files saved since hold them already."""
+        index = super().rebuilt_index(session, kind, version)
+        extra = load_signatures(session, NEXT_KIND, version) if kind == self.name else {}
         if extra:
             pks = np.fromiter(extra, np.int64, len(extra))
             self.index_remove(index, pks)
             self.index_add(index, pks, self.unpack_many(list(extra.values())))
-        return index, seq
+        return index
+
+    def finish(self) -> None:
+        """As the contract's, and the pending index of a refresh in its sign phase is
+        saved too (under "text-next"), so that the next process opens it instead of
+        reading every text signed so far; once no refresh signs, its files go."""
+        super().finish()
+        with self.sessions.begin() as session:
+            take_write_lock(session)
+            self.refresher.save_pending(session)
 
     def pair_values(self, session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:
         """As the contract's; while a refresh signs texts under a pending version, a pair

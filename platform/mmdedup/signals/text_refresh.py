@@ -49,20 +49,19 @@ from sqlalchemy.orm import Session
 
 from ..extract.term_weights import PRIOR_VERSION, TfidfModel, count_documents
 from ..extract.text_sketches import TextSigner, tokenize_texts
+from ..index.cache import drop_cached
 from ..input.items import text_for_signals
 from ..score.pairs import candidate_pairs
 from ..store import models
 from ..store.db import activate_version
 from ..store.items import last_text_pk, scan_texts
-from ..store.locks import last_write
 from ..store.pairs import stale_pairs
 from ..store.schema import ModelVersion
 from ..store.signatures import (
     delete_other_versions,
-    load_signatures,
     move_signatures,
-    signatures_since,
 )
+from .base import stamp_name
 
 if TYPE_CHECKING:
     from .text import TextSignal
@@ -133,23 +132,22 @@ class Refresher:
         p = self.pending
         assert p is not None
         if p.index is None:
-            p.seq = last_write(session)
-            p.index = self.signal.new_index()
-            stored = load_signatures(session, NEXT_KIND, p.signer.version)
-            self._index_blobs(p.index, stored)
-        elif last_write(session) != p.seq:
-            new = signatures_since(session, NEXT_KIND, p.signer.version, p.seq)
-            self._index_blobs(p.index, new, replace=True)
-            p.seq = last_write(session)
+            # (from the files a process saved, else rebuilt: as the active index)
+            p.index, p.seq = self.signal._open_index(session, p.signer.version, NEXT_KIND)
+        p.seq = self.signal.caught_up(session, p.index, NEXT_KIND, p.signer.version, p.seq)
         return p.index
 
-    def _index_blobs(self, index: Any, stored: dict[int, bytes], replace: bool = False) -> None:
-        if not stored:
-            return
-        pks = np.fromiter(stored, np.int64, len(stored))
-        if replace:
-            self.signal.index_remove(index, pks)
-        self.signal.index_add(index, pks, self.signal.unpack_many(list(stored.values())))
+    def save_pending(self, session: Session) -> None:
+        """Save the pending index while the store's refresh signs under this process's
+        pending version (under the write lock); drop its files when no refresh signs."""
+        row = self.row(session)
+        p = self.pending
+        if row is not None and row.params.get("phase") == "sign":
+            if p is not None and p.index is not None and row.version == p.tfidf:
+                self.pending_index(session)
+                self.signal.save_index(session, p.index, NEXT_KIND, p.signer.version, p.seq)
+        else:
+            drop_cached(self.signal.folder, stamp_name(NEXT_KIND))
 
     def sign_pending(self, session: Session, pks: np.ndarray, tokens: Any, texts: list[str | None]) -> np.ndarray:
         """Sign texts under the pending version into the second slot, index them in the
