@@ -173,3 +173,21 @@ def test_work_per_chunk_does_not_grow_with_the_store(db_url: str, tmp_path: Path
         budget = math.ceil(refresh_rate(p.settings.tfidf_refresh_growth) * CHUNK)
         assert max(per_chunk) <= 2 * budget  # one phase's batch, and the next's first
         assert sum(per_chunk) >= MIN_DOCS  # the refresh did run
+
+
+def test_a_small_ingest_into_a_store_far_from_its_next_refresh_counts_nothing(
+        db_url: str, tmp_path: Path, monkeypatch) -> None:
+    """Whether a refresh is due is first judged by the largest pk of a text (an upper
+    bound of the texts stored): counting every text is for when the bound reaches it."""
+    import mmdedup.signals.text as text_signal
+
+    items, _ = corpus(200)
+    with store(tmp_path / "s", db_url, at_once=10**9) as p:
+        p.ingest(items[:180])
+        assert p.signal("text").signer.model.n_docs >= MIN_DOCS  # refreshed once
+    counted: list[int] = []
+    original = text_signal.count_texts
+    monkeypatch.setattr(text_signal, "count_texts", lambda session: counted.append(1) or original(session))
+    with store(tmp_path / "s", db_url, at_once=10**9) as p:
+        assert p.ingest(items[180:]).new == 20
+    assert not counted

@@ -50,7 +50,7 @@ from ..score.pairs import candidate_pairs
 from ..store import models
 from ..store.db import activate_version
 from ..store.locks import take_write_lock
-from ..store.items import count_texts, scan_texts, texts_of
+from ..store.items import count_texts, last_text_pk, scan_texts, texts_of
 from ..store.pairs import pairs_touching
 from ..store.signatures import delete_other_versions, has_any, has_other_version, load_signatures, replace_signatures
 from ..score.pairs import SignalValues
@@ -480,13 +480,18 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     # --- TF-IDF refresh ------------------------------------------------------------------
 
     def needs_refresh(self) -> bool:
-        """Counting the texts costs a scan of the items table; each chunk only adds to an
-        upper bound (texts signed since the last count), and the store is counted again
-        only once that bound reaches the next refresh point."""
+        """Counting the texts costs a scan of an index over every text; each chunk only
+        adds to an upper bound (texts signed since the last count), and the store is
+        counted again only once that bound reaches the next refresh point. A process
+        starts from the largest pk of a text (pks are handed out in order, so no fewer
+        items were ever stored): a small ingest into a large store counts nothing."""
         model = self.signer.model
         due = (self.settings.tfidf_min_docs if model.version == PRIOR_VERSION
                else self.settings.tfidf_refresh_growth * model.n_docs)
-        if self._texts is not None and self._texts < due:
+        if self._texts is None:
+            with self.sessions() as session:
+                self._texts = last_text_pk(session)
+        if self._texts < due:
             return False
         with self.sessions() as session:
             self._texts = count_texts(session)
