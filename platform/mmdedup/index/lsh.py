@@ -154,7 +154,7 @@ class BandLSH:
         """Exact bytes held in numpy arrays (all there is: no Python objects per document)."""
         arrays = [self._slots.ids, self._slots.alive]
         if self._slots._order is not None:
-            arrays.append(self._slots._order)
+            arrays += [self._slots._order, self._slots._sorted]
         return self._runs.nbytes() + sum(a.nbytes for a in arrays)
 
     # ---- writes ------------------------------------------------------------

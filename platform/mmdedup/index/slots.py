@@ -48,8 +48,11 @@ class Slots:
 
     id -> position costs no extra memory in the usual case: mmdedup ids are
     database keys handed out in increasing order, so ``ids`` stays sorted and
-    ``searchsorted`` works on it directly.  If an add breaks the order, an
-    argsort is cached until the next add (8 B per entry, only then).
+    ``searchsorted`` works on it directly.  Once an add breaks the order (a TF-IDF
+    refresh signs old texts again into an index that new texts join too), the ids
+    are also kept sorted, with their positions (16 B per entry, only then), and each
+    add merges its ids in: a lookup through an argsort (`sorter`) reads the ids in
+    random order, several times slower at a million than a plain binary search.
     """
 
     def __init__(self) -> None:
@@ -57,7 +60,8 @@ class Slots:
         self.alive = np.empty(0, np.bool_)
         self.n_dead = 0
         self._ascending = True
-        self._order: np.ndarray | None = None
+        self._order: np.ndarray | None = None  # positions in id order (ids not ascending)
+        self._sorted: np.ndarray | None = None  # the ids in that order
         self.renumbered = False  # positions changed since the index files were last written
 
     @property
@@ -71,7 +75,7 @@ class Slots:
         self.alive = np.ones(len(ids), np.bool_)
         self.n_dead = 0
         self._ascending = ascending
-        self._order = None
+        self._order = self._sorted = None
 
     def __len__(self) -> int:
         return len(self.ids) - self.n_dead
@@ -88,16 +92,21 @@ class Slots:
         ids = np.asarray(ids, dtype=np.int64).ravel()
         if len(ids) == 0 or len(self.ids) == 0:
             return np.empty(0, np.int64)
-        sorter = None
-        if not self._ascending:
-            if self._order is None:
-                self._order = np.argsort(self.ids, kind="stable")
-            sorter = self._order
-        lo = np.searchsorted(self.ids, ids, side="left", sorter=sorter)
-        hi = np.searchsorted(self.ids, ids, side="right", sorter=sorter)
+        keys, order = self._by_id()
+        lo = np.searchsorted(keys, ids, side="left")
+        hi = np.searchsorted(keys, ids, side="right")
         _, k = expand_ranges(lo, hi)  # a removed-then-re-added id has several slots
-        pos = k if sorter is None else sorter[k]
+        pos = k if order is None else order[k]
         return pos[self.alive[pos]]
+
+    def _by_id(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """(the ids in ascending order, their positions; None: the ids themselves)."""
+        if self._ascending:
+            return self.ids, None
+        if self._order is None:
+            self._order = np.argsort(self.ids, kind="stable")
+            self._sorted = self.ids[self._order]
+        return self._sorted, self._order
 
     def position(self, ids: np.ndarray) -> np.ndarray:
         """The live position of each id, aligned with `ids`; -1 where it has none (an id
@@ -106,14 +115,13 @@ class Slots:
         out = np.full(len(ids), -1, np.int64)
         if len(ids) == 0 or len(self.ids) == 0:
             return out
-        sorter = None
-        if not self._ascending:
-            if self._order is None:
-                self._order = np.argsort(self.ids, kind="stable")
-            sorter = self._order
-        k = np.searchsorted(self.ids, ids, side="right", sorter=sorter) - 1  # the newest slot
-        k = np.maximum(k, 0)
-        pos = k if sorter is None else sorter[k]
+        keys, order = self._by_id()
+        # (the ids looked up in ascending order: a binary search that walks the keys
+        # forward stays in cache; a batch of candidates arrives in random order)
+        asked = np.argsort(ids)
+        k = np.empty(len(ids), np.int64)
+        k[asked] = np.maximum(np.searchsorted(keys, ids[asked], side="right") - 1, 0)  # the newest slot
+        pos = k if order is None else order[k]
         found = (self.ids[pos] == ids) & self.alive[pos]
         out[found] = pos[found]
         return out
@@ -130,14 +138,20 @@ class Slots:
         start = len(self.ids)
         if len(ids) == 0:
             return start
-        top = self.ids[-1] if start and self._ascending else self.ids.max(initial=np.iinfo(np.int64).min)
-        if start and ids.min() <= top:
+        if start and ids.min() <= self._by_id()[0][-1]:
             self.kill(self.find(ids))
         ascending = bool(np.all(ids[1:] >= ids[:-1]))
+        was_ascending = self._ascending
         self._ascending = self._ascending and ascending and (start == 0 or ids[0] >= self.ids[-1])
         self.ids = np.concatenate([self.ids, ids])
         self.alive = np.concatenate([self.alive, np.ones(len(ids), np.bool_)])
-        self._order = None
+        if not was_ascending and self._order is not None:
+            # The new ids merged into the sorted view, after equal ones (the newest slot of
+            # an id is the last of its run).
+            new = np.argsort(ids, kind="stable")
+            at = np.searchsorted(self._sorted, ids[new], side="right")
+            self._sorted = np.insert(self._sorted, at, ids[new])
+            self._order = np.insert(self._order, at, start + new)
         return start
 
     def kill(self, pos: np.ndarray) -> int:
@@ -154,7 +168,7 @@ class Slots:
         self.alive = np.ones(len(self.ids), np.bool_)
         self.n_dead = 0
         self._ascending = bool(np.all(self.ids[1:] >= self.ids[:-1]))
-        self._order = None
+        self._order = self._sorted = None
         self.renumbered = True
         return keep
 
