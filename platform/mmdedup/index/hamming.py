@@ -251,13 +251,15 @@ class HammingIndex:
             row, pos = runs.lookup(t, (keys[:, t, None] ^ flips[None, :]).ravel())
             qs.append(row // len(flips))
             ps.append(pos)
-        pair = np.unique((np.concatenate(qs).astype(np.uint64) << np.uint64(32))
-                         | np.concatenate(ps).astype(np.uint64))
+        # Verified before they are made distinct: most of what shares a chunk is far
+        # (skewed codes fill some buckets), and sorting it all cost more than the check.
+        query, pos = np.concatenate(qs), np.concatenate(ps)
+        near = np.bitwise_count(self._codes[pos] ^ x[query]) <= radius
+        pair = np.unique((query[near].astype(np.uint64) << np.uint64(32)) | pos[near].astype(np.uint64))
         query = (pair >> np.uint64(32)).astype(np.int64)
         pos = (pair & np.uint64(0xFFFFFFFF)).astype(np.int64)
         dist = np.bitwise_count(self._codes[pos] ^ x[query]).astype(np.int32)
-        near = dist <= radius
-        return query[near], pos[near], dist[near]
+        return query, pos, dist
 
     def pairs(self, ids: np.ndarray, codes: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Candidate pairs (a < b, dist) between a batch and everything indexed.

@@ -131,6 +131,14 @@ class TextIndex:
     bits: BitRows
 
 
+def _distinct(q: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each (query row, item pk) once."""
+    if len(q) == 0:
+        return q, ids
+    key = np.unique(np.stack([q, ids], axis=1), axis=0)
+    return key[:, 0], key[:, 1]
+
+
 def sketch_bits(sk: TextSketches) -> np.ndarray:
     """A text's row of `TextIndex.bits`: the low bits of its weighted and its plain MinHash."""
     return np.concatenate([low_bits(sk.wminhash), low_bits(sk.minhash)], axis=1)
@@ -279,14 +287,13 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def search(self, index: TextIndex, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
         """(query row, item pk) pairs from either index, deduplicated."""
+        return _distinct(*self._hits(index, sk))
+
+    def _hits(self, index: TextIndex, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
+        """(query row, item pk) of what either index proposes, a pair found by both twice."""
         hits = index.hamming.search(sk.simhash, self.config.simhash_radius)
         cand = index.lsh.query(sk.wminhash[:, : index.lsh.num_perm])
-        q = np.concatenate([hits.query, cand.query])
-        ids = np.concatenate([hits.ids, cand.ids])
-        if len(q) == 0:
-            return q, ids
-        key = np.unique(np.stack([q, ids], axis=1), axis=0)
-        return key[:, 0], key[:, 1]
+        return np.concatenate([hits.query, cand.query]), np.concatenate([hits.ids, cand.ids])
 
     def similarity(self, a: TextSketches, b: TextSketches) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         sims = similarity(a, b)
@@ -419,9 +426,9 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         live = ~sk.empty
         pks, sk = pks[live], sk.take(live)
         self.index_add(index, pks, sk)
-        q, other = self.search(index, sk)
-        keep = self.reachable(index, sk, q, other)
-        q, other = q[keep], other[keep]
+        q, other = self._hits(index, sk)
+        keep = self.reachable(index, sk, q, other)  # (before they are made distinct: most go)
+        q, other = _distinct(q[keep], other[keep])
         return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
 
     def reachable(self, index: TextIndex, sk: TextSketches, q: np.ndarray, other: np.ndarray) -> np.ndarray:
