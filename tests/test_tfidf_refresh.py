@@ -136,6 +136,10 @@ def test_a_refresh_in_steps_ends_where_a_whole_refresh_does(db_url: str, tmp_pat
         p.ingest(items[400:])
         assert NEXT_KIND not in rebuilt
         result = outcome(p)
+        with p.sessions() as session:  # the index kept through the tidy holds every text once
+            held = text.index(session)
+            signed = set(session.scalars(select(Signature.item_pk).where(Signature.kind == "text")))
+        assert set(held.lsh.ids().tolist()) == set(held.hamming.ids().tolist()) == signed
         with p.sessions() as session:
             assert session.scalar(select(ModelVersion).where(ModelVersion.kind == PENDING_KIND)) is None
             assert not session.scalar(select(Signature.item_pk).where(Signature.kind == NEXT_KIND).limit(1))

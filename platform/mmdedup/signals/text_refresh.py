@@ -275,7 +275,16 @@ class Refresher:
         while there is more."""
         limit, pair_limit = budget * MOVES_A_TEXT, budget * PAIRS_A_TEXT
         params = row.params
+        # The active index holds the moved values already (the pending index it was, or
+        # files saved since, or a rebuild that read both slots): caught up with the writes
+        # before this one, it is caught up with this one too, and does not take every
+        # moved text out and in again.
+        current = self.signal.version() == params["signer"]
+        if current:
+            self.signal.index(session)
         moved = move_signatures(session, NEXT_KIND, self.signal.name, params["signer"], limit)
+        if current:
+            self.signal.indexed_write(session)
         moved += delete_other_versions(session, NEXT_KIND, [params["signer"]], limit - moved) if moved < limit else 0
         self.work["moved"] += moved
         after = tuple(params["after"])
