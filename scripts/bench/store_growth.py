@@ -105,17 +105,34 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def postgres_cpu() -> float:
-    """CPU of every postgres process on this machine (the server's share of an ingest)."""
-    total = 0.0
+def postgres_cpu() -> dict[int, float]:
+    """{pid: CPU seconds} of every postgres process on this machine."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 if (entry / "comm").read_text().strip() in ("postgres", "postmaster"):
-                    total += cpu_seconds(int(entry.name))
+                    found[int(entry.name)] = cpu_seconds(int(entry.name))
             except (OSError, ValueError, IndexError):
                 pass
-    return total
+    return found
+
+
+class ServerCpu:
+    """The server's share of an ingest: the CPU every postgres process used while it ran.
+    Sampled every second, because the backend that served the ingest's connection exits
+    with it (a look at the end alone missed it); at most the last second of an exiting
+    process is lost."""
+
+    def __init__(self) -> None:
+        self.first = postgres_cpu()
+        self.last = dict(self.first)
+
+    def sample(self) -> None:
+        self.last.update(postgres_cpu())
+
+    def total(self) -> float:
+        return sum(cpu - self.first.get(pid, 0.0) for pid, cpu in self.last.items())
 
 
 class Store:
@@ -189,7 +206,7 @@ class Store:
 def watch(command: list[str], store: Store) -> dict:
     """Run the ingest, sampling (wall, CPU, items) every second until it ends."""
     samples: list[tuple[float, float, int]] = []
-    server_before = postgres_cpu() if store.db_url else 0.0
+    server = ServerCpu() if store.db_url else None
     writes_before = store.server_writes() if store.db_url else 0
     start = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL)
@@ -211,6 +228,8 @@ def watch(command: list[str], store: Store) -> dict:
         count = store.count()
         if count is not None:
             samples.append((time.perf_counter() - start, cpu, count))
+        if server is not None:
+            server.sample()
     proc.returncode = os.waitstatus_to_exitcode(usage["status"])
     if proc.returncode:
         raise SystemExit(f"mmdedup ingest failed with status {proc.returncode}")
@@ -220,7 +239,7 @@ def watch(command: list[str], store: Store) -> dict:
     return {"samples": samples, "wall": usage["wall"], "cpu": ru.ru_utime + ru.ru_stime,
             "rss_mb": ru.ru_maxrss / 1024, "written": ru.ru_oublock * 512 if not store.db_url
             else store.server_writes() - writes_before,
-            "server_cpu": postgres_cpu() - server_before if store.db_url else 0.0}
+            "server_cpu": server.total() if server is not None else 0.0}
 
 
 def at(samples: list[tuple[float, float, int]], items: float) -> tuple[float, float]:
