@@ -155,11 +155,16 @@ class Slots:
         return start
 
     def kill(self, pos: np.ndarray) -> int:
-        pos = np.unique(np.asarray(pos, dtype=np.int64))
-        pos = pos[self.alive[pos]]
+        """Tombstone these positions (repeats and dead ones allowed); returns how many
+        were live. Counted over the flags, not by making the positions distinct: opening
+        an index with a quarter of a million dead positions sorted them all."""
+        pos = np.asarray(pos, dtype=np.int64)
+        if len(pos) == 0:
+            return 0
+        before = self.n_dead
         self.alive[pos] = False
-        self.n_dead += len(pos)
-        return len(pos)
+        self.n_dead = len(self.alive) - int(np.count_nonzero(self.alive))
+        return self.n_dead - before
 
     def compact(self) -> np.ndarray:
         """Drop dead slots; return the keep mask so owners can renumber alike."""
