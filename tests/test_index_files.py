@@ -209,3 +209,21 @@ def test_a_store_ingested_in_several_runs_pairs_and_answers_as_one_run(tmp_path:
         f.unlink()
     with Platform.open(home, db_url) as p:
         assert [(m.id, m.score) for m in p.query(probe, k=50)] == opened and opened
+
+
+def test_a_query_after_an_ingest_trusts_the_saved_index_without_counting(tmp_path: Path, db_url: str,
+                                                                       monkeypatch) -> None:
+    """Saving index files is not a write of the store: the stamps carry the store's last
+    write, so the next process opens the files without counting the signatures (a scan of
+    a million rows at a million texts)."""
+    import mmdedup.signals.base as base
+
+    with Platform.open(tmp_path / "h", db_url) as p:
+        p.ingest(variants(12))
+    counted: list[str] = []
+    original = base.count_signatures_through
+    monkeypatch.setattr(base, "count_signatures_through",
+                        lambda session, kind, *a: counted.append(kind) or original(session, kind, *a))
+    with Platform.open(tmp_path / "h", db_url) as p:
+        assert p.query(TEXTS[1], k=3)
+    assert not counted

@@ -179,7 +179,7 @@ class Signal(Generic[V, S]):
         the write lock, so that two processes saving at once never mix their files)."""
         if self._index is not None and self._index_version is not None:
             with self.sessions.begin() as session:
-                take_write_lock(session)
+                take_write_lock(session, numbered=False)  # (files only: no write of the store)
                 if self.version() == self._index_version:
                     self.index(session)
                     self.save_index(session)

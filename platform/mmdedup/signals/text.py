@@ -348,7 +348,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         reading every text signed so far; once no refresh signs, its files go."""
         super().finish()
         with self.sessions.begin() as session:
-            take_write_lock(session)
+            take_write_lock(session, numbered=False)
             self.refresher.save_pending(session)
 
     def pair_values(self, session: Session, a: np.ndarray, b: np.ndarray) -> SignalValues:

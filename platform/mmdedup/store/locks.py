@@ -53,20 +53,29 @@ def holder_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def take_write_lock(session: Session, on_wait: Callable[[str], None] | None = None) -> int:
+def take_write_lock(session: Session, on_wait: Callable[[str], None] | None = None, *,
+                    numbered: bool = True) -> int:
     """Hold the store's write lock until the session's transaction ends, and return this
     write's number. Call it first in a transaction that writes items, signatures or
-    pairs; `on_wait` is told once, in words, when another writer makes it wait."""
+    pairs; `on_wait` is told once, in words, when another writer makes it wait.
+    `numbered=False`: the lock alone, for a transaction that writes none of them (index
+    files saved beside the store), which leaves the write counter where it was (returns
+    0): an index saved then is stamped with the store's last write, and the next process
+    that opens it need not count signatures to trust it."""
     if "write_seq" in session.info:
         return session.info["write_seq"]
     conn = session.connection()
-    if conn.dialect.name == "postgresql":
-        key = _advisory_key(conn, _WRITE)
-        if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": key}).scalar():
-            _say(on_wait)
-            conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
-    else:
-        _begin_immediate(conn, on_wait)
+    if not session.info.get("write_locked"):
+        if conn.dialect.name == "postgresql":
+            key = _advisory_key(conn, _WRITE)
+            if not conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": key}).scalar():
+                _say(on_wait)
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
+        else:
+            _begin_immediate(conn, on_wait)
+        session.info["write_locked"] = True
+    if not numbered:
+        return 0
     seq = conn.execute(update(StoreState).where(StoreState.name == WRITE_COUNTER)
                        .values(value=StoreState.value + 1).returning(StoreState.value)).scalar()
     if seq is None:  # (tables made by create_all rather than the migrations)
