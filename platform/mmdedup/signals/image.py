@@ -206,19 +206,23 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
     def search(self, index: ImageIndex, values: list[ImageCodes]) -> tuple[np.ndarray, np.ndarray]:
         """Items whose pictures are within the radius of any variant of each item's."""
         radius = self.config.radius
-        rows, found = [], []
-        for row, codes in enumerate(values):
-            hits = []
-            # The four pairings `image_distance` scores; centre-centre carries its penalty.
-            for queries, part, r in ((codes.phash, index.full, radius), (codes.phash, index.centre, radius),
-                                     (codes.centre, index.full, radius),
-                                     (codes.centre, index.centre, radius - CENTRE_PENALTY)):
-                if r >= 0:
-                    hits.append(part.search(queries.reshape(-1), r).ids)
-            owners = np.unique(np.concatenate(hits) // MAX_IMAGES) if hits else np.zeros(0, np.int64)
-            rows.append(np.full(len(owners), row, np.int64))
-            found.append(owners)
-        return np.concatenate(rows), np.concatenate(found).astype(np.int64)
+        rows, found = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        # The four pairings `image_distance` scores; centre-centre carries its penalty. Each
+        # is one search of every item's codes at once (a search a picture paid the flat
+        # scan's setup a picture).
+        for kind, part, r in (("phash", index.full, radius), ("phash", index.centre, radius),
+                              ("centre", index.full, radius), ("centre", index.centre, radius - CENTRE_PENALTY)):
+            if r < 0 or not values:
+                continue
+            queries = [getattr(codes, kind).reshape(-1) for codes in values]
+            owner = np.repeat(np.arange(len(values), dtype=np.int64), [len(q) for q in queries])
+            hits = part.search(np.concatenate(queries), r)
+            rows.append(owner[hits.query])
+            found.append(hits.ids // MAX_IMAGES)
+        if not sum(len(r) for r in rows):
+            return rows[0], found[0]
+        pairs = np.unique(np.stack([np.concatenate(rows), np.concatenate(found)], axis=1), axis=0)
+        return pairs[:, 0], pairs[:, 1].astype(np.int64)
 
     def similarity(self, a: list[ImageCodes], b: list[ImageCodes]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         bits = np.array([int(image_distance(x, y).min()) for x, y in zip(a, b)], np.int64)
