@@ -193,19 +193,19 @@ class Signal(Generic[V, S]):
         signatures written since it was last caught up are added."""
         version = self.version()
         if self._index is None or self._index_version != version:
-            self._index, self._seq = self._open_index(session, version)
+            self._index, self._seq = self.open_index(session, version)
             self._index_version = version
         self._catch_up_index(session, version)
         return self._index
 
-    def _open_index(self, session: Session, version: str, kind: str | None = None) -> tuple[Any, int]:
+    def open_index(self, session: Session, version: str, kind: str | None = None) -> tuple[Any, int]:
         """The index of the signatures of `kind` (the signal's own by default; the text
-        signal's second slot while a refresh signs) from its files when their stamp
-        agrees with the store (opened, not read whole: index/runs.py), else rebuilt from
-        the stored signatures. A file that
-        went missing between reading the stamp and opening it (another process saved
-        meanwhile and deleted what its new stamp no longer names) gets one more look at
-        the stamp before the rebuild. Every change of a signature is a write that moves
+        signal's second slot while a refresh signs), and the write it is caught up with:
+        from its files when their stamp agrees with the store (opened, not read whole:
+        index/runs.py), else rebuilt from the stored signatures. A file that went missing
+        between reading the stamp and opening it (another process saved meanwhile and
+        deleted what its new stamp no longer names) gets one more look at the stamp
+        before the rebuild. Every change of a signature is a write that moves
         `last_write`, so a stamp whose `seq` is the last write vouches for its files as
         they are."""
         kind = kind or self.name

@@ -144,6 +144,9 @@ def sketch_bits(sk: TextSketches) -> np.ndarray:
     return np.concatenate([low_bits(sk.wminhash), low_bits(sk.minhash)], axis=1)
 
 
+BITS_WIDTH = 2 * -(-NUM_PERM // 2)  # bytes of a `sketch_bits` row: two MinHashes, two positions a byte
+
+
 class TextSignal(Signal[TextSketches, TextSettings]):
     name = "text"
     settings_type = TextSettings
@@ -260,7 +263,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def new_index(self) -> TextIndex:
         perms = min(self.config.lsh_perms, NUM_PERM)
-        return TextIndex(HammingIndex(), BandLSH(self.config.lsh_threshold, perms), BitRows(NUM_PERM))
+        return TextIndex(HammingIndex(), BandLSH(self.config.lsh_threshold, perms), BitRows(BITS_WIDTH))
 
     def index_from_parts(self, parts: dict[str, Any]) -> TextIndex:
         return TextIndex(parts["simhash"], parts["lsh"], parts["bits"])

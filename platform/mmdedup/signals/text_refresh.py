@@ -20,7 +20,7 @@ sequence of steps, one after each chunk, each bounded by the chunk's own size (`
 - tidy: the pending signatures move into the "text" slot (replacing the old version's)
   and every scored pair is scored again under the new version, a batch a step, as the
   all-at-once refresh re-scored the pairs it touched. Until then, reads of a version look
-  in both slots (`TextSignal.stored`, `_open_index`).
+  in both slots (`TextSignal.stored`, `rebuilt_index`).
 
 The state (phase, cursor, the pending frequencies) is in the store and every step runs
 under the write lock, so a killed process, a second ingest, or the next run continue it.
@@ -133,7 +133,7 @@ class Refresher:
         assert p is not None
         if p.index is None:
             # (from the files a process saved, else rebuilt: as the active index)
-            p.index, p.seq = self.signal._open_index(session, p.signer.version, NEXT_KIND)
+            p.index, p.seq = self.signal.open_index(session, p.signer.version, NEXT_KIND)
         p.seq = self.signal.caught_up(session, p.index, NEXT_KIND, p.signer.version, p.seq)
         return p.index
 
