@@ -254,12 +254,13 @@ class HammingIndex:
         # Verified before they are made distinct: most of what shares a chunk is far
         # (skewed codes fill some buckets), and sorting it all cost more than the check.
         query, pos = np.concatenate(qs), np.concatenate(ps)
-        near = np.bitwise_count(self._codes[pos] ^ x[query]) <= radius
-        pair = np.unique((query[near].astype(np.uint64) << np.uint64(32)) | pos[near].astype(np.uint64))
+        dist = np.bitwise_count(self._codes[pos] ^ x[query])
+        near = dist <= radius
+        pair, first = np.unique((query[near].astype(np.uint64) << np.uint64(32)) | pos[near].astype(np.uint64),
+                                return_index=True)
         query = (pair >> np.uint64(32)).astype(np.int64)
         pos = (pair & np.uint64(0xFFFFFFFF)).astype(np.int64)
-        dist = np.bitwise_count(self._codes[pos] ^ x[query]).astype(np.int32)
-        return query, pos, dist
+        return query, pos, dist[near][first].astype(np.int32)
 
     def pairs(self, ids: np.ndarray, codes: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Candidate pairs (a < b, dist) between a batch and everything indexed.
