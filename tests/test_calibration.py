@@ -177,3 +177,14 @@ def test_config_lines_round_trip() -> None:
     assert text.splitlines()[0].strip() == "# fitted by `python scripts/calibrate_signals.py --seed 1`"
     body = text.split("= ", 1)[1]
     assert eval(body) == knots  # noqa: S307 - our own output
+
+
+def test_a_bound_on_the_raw_similarity_bounds_the_score_even_where_knots_dip() -> None:
+    from mmdedup.score.calibration import calibrate, calibrate_at_most
+
+    knots = ((0.0, 0.0), (0.4, 0.7), (0.6, 0.5), (1.0, 1.0))  # a dip: 0.4 scores above 0.6
+    raw = np.linspace(0, 1, 101)
+    bound = calibrate_at_most(raw, knots)
+    assert (np.diff(bound) >= 0).all()
+    assert all(bound[i] >= calibrate(raw[: i + 1], knots).max() for i in range(len(raw)))
+    assert calibrate_at_most(0.5, knots) == 0.7 and calibrate_at_most(0.3, knots) == calibrate(0.3, knots)

@@ -17,3 +17,10 @@ Knots = Sequence[tuple[float, float]]
 def calibrate(raw: np.ndarray | float, knots: Knots) -> np.ndarray:
     xs, ys = zip(*knots)
     return np.interp(np.asarray(raw, dtype=np.float64), xs, ys)
+
+
+def calibrate_at_most(raw: np.ndarray | float, knots: Knots) -> np.ndarray:
+    """The highest score any raw similarity up to `raw` calibrates to (the knots' scores
+    made non-decreasing): what a bound on the raw similarity bounds the score by."""
+    xs, ys = zip(*knots)
+    return np.interp(np.asarray(raw, dtype=np.float64), xs, np.maximum.accumulate(ys))

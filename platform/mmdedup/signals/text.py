@@ -53,6 +53,7 @@ from ..store.locks import take_write_lock
 from ..store.items import count_texts, last_text_pk, scan_texts, texts_of
 from ..store.pairs import pairs_touching
 from ..store.signatures import delete_other_versions, has_any, has_other_version, load_signatures, replace_signatures
+from ..score.calibration import calibrate_at_most
 from ..score.pairs import SignalValues
 from .base import Signal
 from .text_refresh import NEXT_KIND, PENDING_KIND, TOKENS_KIND, Refresher, refresh_rate
@@ -450,9 +451,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         mine = sketch_bits(sk)[q]
         half = mine.shape[1] // 2  # (the weighted MinHash's bytes, then the plain one's)
         agree = np.maximum(agreeing(mine[:, :half], theirs[:, :half]), agreeing(mine[:, half:], theirs[:, half:]))
-        xs, ys = zip(*self.config.calibration)
-        bound = np.interp(agree / NUM_PERM, xs, np.maximum.accumulate(ys))  # (monotone)
-        return ~have | (bound >= self.settings.pair_floor)
+        return ~have | (calibrate_at_most(agree / NUM_PERM, self.config.calibration) >= self.settings.pair_floor)
 
     def after_chunk(self) -> None:
         """A bounded step of a TF-IDF refresh (text_refresh.py), its budget the texts the
