@@ -151,3 +151,38 @@ def test_absent_and_dropped_offsets() -> None:
     got = textsig_mod._less(lengths, offsets, drop, counts)
     assert got.tolist() == [0, 6, 6, 22, 24]
     assert textsig_mod._less(np.diff(offsets), offsets, drop).tolist() == [0, 1, 1, 7, 7]
+
+
+def test_a_pair_estimate_moves_by_at_most_the_change_of_its_two_signatures() -> None:
+    """`sketch_change` is what a TF-IDF refresh judges a new model by: the estimate of any
+    pair under the new weights differs from the old by no more than the sum of its two
+    texts' changes, so a small change bounds every pair's."""
+    from mmdedup.extract.term_weights import TfidfModel, count_documents
+    from mmdedup.extract.text_sketches import TextSigner, similarity, sketch_change, tokenize_texts
+
+    rng = np.random.default_rng(5)
+    vocab = np.array([f"v{i}" for i in range(3000)])
+    p = 1 / np.arange(1, 3001) ** 0.8
+    p /= p.sum()
+    texts = [" ".join(rng.choice(vocab, 150, p=p)) for _ in range(400)]
+    texts += [t.replace(t.split()[3], "edited", 1) for t in texts[:100]]  # near pairs too
+
+    def model(docs: list[str]) -> TfidfModel:
+        keys, df = count_documents(tokenize_texts(docs))
+        return TfidfModel.from_counts(keys, df, len(docs))
+
+    tokens = tokenize_texts(texts)
+    old = TextSigner(model(texts[:60])).sign_tokens(tokens, texts)
+    new = TextSigner(model(texts)).sign_tokens(tokens, texts)
+    change = sketch_change(old, new)
+    assert 0 < change.mean() < 1
+    a, b = rng.integers(0, len(texts), (2, 3000))
+    a = np.concatenate([a, np.arange(100)])
+    b = np.concatenate([b, np.arange(400, 500)])
+    for name, sketch in (("wjaccard", "wminhash"), ("jaccard", "minhash")):
+        before = similarity(old.take(a), old.take(b))[name]
+        after = similarity(new.take(a), new.take(b))[name]
+        own = (getattr(old, sketch) != getattr(new, sketch)).mean(axis=1)
+        assert (np.abs(after - before) <= own[a] + own[b] + 1e-9).all(), name
+        assert (own <= change).all()
+    assert (sketch_change(old, old) == 0).all()

@@ -195,3 +195,54 @@ def test_a_small_ingest_into_a_store_far_from_its_next_refresh_counts_nothing(
     with store(tmp_path / "s", db_url, at_once=10**9) as p:
         assert p.ingest(items[180:]).new == 20
     assert not counted
+
+
+def judged_store(folder: Path, db_url: str, min_change: float) -> Platform:
+    """Refresh points at every doubling, in steps, with `tfidf_refresh_min_change` set."""
+    folder.mkdir(exist_ok=True)
+    (folder / "config.toml").write_text(
+        f"tfidf_min_docs = {MIN_DOCS}\ningest_chunk = {CHUNK}\ntfidf_refresh_at_once = 0\n"
+        f"tfidf_refresh_growth = 2.0\ntfidf_refresh_min_change = {min_change}\n")
+    return Platform.open(folder, db_url)
+
+
+def test_a_refresh_point_whose_counts_would_hardly_change_a_signature_signs_nothing_again(
+        db_url: str, tmp_path: Path) -> None:
+    """At a refresh point, the new counts are judged by how much signing again under them
+    would change the newest texts' signatures: under `tfidf_refresh_min_change` no text is
+    signed again (the active weights stay, every signature and pair as it was), and the
+    next point is counted from the texts counted then, not at once again. At or over it,
+    the refresh signs every text again, as before."""
+    items, designed = corpus(380, seed=2)
+    with judged_store(tmp_path / "kept", db_url, min_change=1.0) as p:
+        text = p.signal("text")
+        p.ingest(items[:180])  # the first corpus fit (from jieba's prior: always signed)
+        model, sigs, _ = outcome(p)
+        signed = text.refresher.work["signed"]
+        assert signed >= MIN_DOCS
+        p.ingest(items[180:300])  # the point at twice the first fit's texts: counted, judged
+        counted = text.refresher.work["counted"]
+        assert text.refresher.work["judged"] == 1
+        with p.sessions() as session:
+            row = session.scalar(select(ModelVersion).where(ModelVersion.kind == "tfidf",
+                                                            ModelVersion.active.is_(True)))
+            judged, change = row.params["judged"], row.params["change"]
+            assert session.scalar(select(ModelVersion).where(ModelVersion.kind == PENDING_KIND)) is None
+        assert judged >= 2 * MIN_DOCS and 0 < change < 1
+        p.ingest(items[300:])  # under twice the judged texts: nothing counted again
+        assert text.refresher.work["counted"] == counted
+        kept = outcome(p)
+    assert text.refresher.work["signed"] == signed
+    assert kept[0] == model
+    assert {k: v for k, v in kept[1].items() if k in sigs} == sigs
+    assert designed <= kept[2]
+
+    # The same texts with the threshold at the change measured: signed again.
+    with judged_store(tmp_path / "signed", second_url(db_url, tmp_path), min_change=change) as p:
+        p.ingest(items)
+        text = p.signal("text")
+        assert text.refresher.work["judged"] == 0
+        assert text.refresher.work["signed"] >= signed + judged
+        again = outcome(p)
+    assert again[0] != model
+    assert designed <= again[2]

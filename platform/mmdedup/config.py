@@ -356,6 +356,14 @@ class Settings:
     tfidf_min_docs: int = setting(200, COUNT)
     tfidf_refresh_growth: float = setting(8.0, Number(float, lo=1, lo_open=True))
     tfidf_refresh_at_once: int = setting(2000, Number(int, lo=0))
+    # A refresh point whose new frequencies would change less than this share of a
+    # signature's MinHash positions (the mean over the newest 1,000 texts) signs nothing
+    # again: a pair's estimate would move by at most twice that, under the noise of the
+    # estimate itself (its standard error is 0.044 at 0.5 with 128 positions). The
+    # active weights stay, and the next point is counted from the texts counted then.
+    # A corpus whose words shift (a new site template, a new topic) changes more and is
+    # signed again; 0 signs again at every point.
+    tfidf_refresh_min_change: float = setting(0.01, Number(float, 0, 1))
 
     # Learned word weights (learn/weights.py): multiplier = exp(step * net label evidence),
     # bounded; a word at the floor leaves the sketches. 3 net labels reach either bound.

@@ -350,6 +350,16 @@ def similarity(a: TextSketches, b: TextSketches) -> dict[str, np.ndarray]:
             "simhash_bits": bits, "raw": np.where(none, 0.0, np.maximum(wj, j))}
 
 
+def sketch_change(old: TextSketches, new: TextSketches) -> np.ndarray:
+    """Per text, the share of MinHash positions (the larger of the weighted and the
+    order-aware sketch's) that differ between two signings of the same texts. A pair's
+    raw similarity estimate (the share of positions that agree) moves by at most the sum
+    of its two texts' changes: positions neither text changed agree or differ as before.
+    What a TF-IDF refresh would move, measured before signing anything again."""
+    return np.maximum((old.wminhash != new.wminhash).mean(axis=1),
+                      (old.minhash != new.minhash).mean(axis=1))
+
+
 class Decisive:
     """The words reviewers found decisive (multiplier > 1), and how decisive (their share,
     learn/weights.py). A pair whose texts differ in one of them, one text holding it and the

@@ -24,6 +24,7 @@ bits of both MinHashes, which rule out candidates in memory (`reachable`).
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Sequence
 
@@ -164,6 +165,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         self._version: str | None = None  # the active signer's version, known before it loads
         self.refreshes = 0
         self._texts: int | None = None  # texts in the store, at most (see needs_refresh)
+        self._judged: int | None = None  # texts the active TF-IDF weights were judged on
         self._caught_up: str | None = None  # signer version whose stale signatures were redone
         self.refresher = Refresher(self)
         self._chunk_texts = 0  # texts signed by the chunk just written: its refresh budget
@@ -190,7 +192,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def _drop_signer(self) -> None:
         """Forget the active models (read again when next needed)."""
-        self._signer = self._version = None
+        self._signer = self._version = self._judged = None
 
     def follow_active(self) -> None:
         """Drop the signer if another process (a retrain) changed the active models, so
@@ -218,7 +220,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     def adopt(self, signer: TextSigner, index: TextIndex, seq: int) -> None:
         """Make a refresh's signer and its pending index (caught up to write `seq`) the
         active ones, with no rebuild of the index."""
-        self._signer = signer
+        self._signer, self._judged = signer, None
         self._index, self._index_version, self._seq = index, signer.version, seq
 
     def reload(self) -> bool:
@@ -494,17 +496,31 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         counted again only once that bound reaches the next refresh point. A process
         starts from the largest pk of a text (pks are handed out in order, so no fewer
         items were ever stored): a small ingest into a large store counts nothing."""
-        model = self.signer.model
-        due = (self.settings.tfidf_min_docs if model.version == PRIOR_VERSION
-               else self.settings.tfidf_refresh_growth * model.n_docs)
         if self._texts is None:
             with self.sessions() as session:
                 self._texts = last_text_pk(session)
-        if self._texts < due:
+        if self._texts < self._refresh_point(None):
             return False
         with self.sessions() as session:
+            if self._texts < self._refresh_point(session):  # (another process judged one since)
+                return False
             self._texts = count_texts(session)
-        return self._texts >= due
+        return self._texts >= self._refresh_point(None)
+
+    def _refresh_point(self, session: Session | None) -> float:
+        """The store size at which a refresh is due: `tfidf_min_docs` under jieba's prior,
+        else the growth factor times the texts the active weights were last judged on,
+        those they were counted over or, where a later refresh point found that new counts
+        would hardly change a signature (text_refresh.py), the texts counted then. Read
+        from the store once, and again when `session` is given."""
+        model = self.signer.model
+        if model.version == PRIOR_VERSION:
+            return self.settings.tfidf_min_docs
+        if session is not None or self._judged is None:
+            with (nullcontext(session) if session is not None else self.sessions()) as s:
+                row = models.active_row(s, "tfidf")
+            self._judged = max(model.n_docs, int(row.params.get("judged", 0)) if row is not None else 0)
+        return self.settings.tfidf_refresh_growth * self._judged
 
     def refresh(self) -> None:
         """A whole TF-IDF refresh now (the one under way, or a new one): steps of `_SCAN`

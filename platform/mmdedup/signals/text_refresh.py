@@ -7,7 +7,10 @@ sequence of steps, one after each chunk, each bounded by the chunk's own size (`
 
 - count: the texts stored when the refresh point was reached (pk <= `through`) are
   tokenised and counted a batch a step, the counts added to the frequencies of a pending
-  model row (kind "tfidf-pending"); after the last batch they are frozen as a version;
+  model row (kind "tfidf-pending"); after the last batch they are frozen as a version,
+  unless signing again under it would hardly change a signature (`change`, under
+  `tfidf_refresh_min_change`: a corpus whose words keep their frequencies as it grows),
+  in which case the active weights stay, judged on the texts counted;
 - sign: every text stored by then is signed again under the pending version, a batch a
   step, into a second signature slot (kind "text:next": a signature row is keyed by item
   and kind, so the active version's row stays where it is), indexed in a pending index,
@@ -48,13 +51,13 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from ..extract.term_weights import PRIOR_VERSION, TfidfModel, count_documents
-from ..extract.text_sketches import TextSigner, tokenize_texts
+from ..extract.text_sketches import TextSigner, sketch_change, tokenize_texts
 from ..index.cache import drop_cached
 from ..input.items import text_for_signals
 from ..score.pairs import candidate_pairs
 from ..store import models
 from ..store.db import activate_version
-from ..store.items import last_text_pk, scan_texts
+from ..store.items import last_text_pk, newest_texts, scan_texts
 from ..store.pairs import stale_pairs
 from ..store.schema import ModelVersion
 from ..store.signatures import (
@@ -80,6 +83,7 @@ _COUNTING, _TIDY = "counting", "tidy"  # the pending row's version in those phas
 # are done sooner.
 MOVES_A_TEXT = 8
 PAIRS_A_TEXT = 2
+SAMPLE = 1000  # texts a refresh judges its new weights on (`Refresher.change`)
 
 
 def refresh_rate(growth: float) -> float:
@@ -226,12 +230,33 @@ class Refresher:
         if model.version == params["base"]:  # the same frequencies as the active model's
             self.cancel(session)
             return True
+        if params["base"] != PRIOR_VERSION:
+            change = self.change(session, model, params["through"])
+            if change < self.signal.settings.tfidf_refresh_min_change:
+                # Signing every text again would move no pair by more than twice this:
+                # the active weights stay, judged on the texts counted now.
+                active = models.active_row(session, "tfidf")
+                active.params = {**active.params, "judged": n_docs, "change": change}
+                self.work["judged"] += 1
+                self.cancel(session)
+                return True
         row.version = model.version
         row.params = {"n_docs": n_docs, "terms": int(len(keys)), "phase": "sign", "cursor": 0,
                       "through": last_text_pk(session), "base": params["base"], "words": params["words"]}
         session.flush()
         self.pending = Pending(model.version, TextSigner(model, self.signal.signer.words))
         return True
+
+    def change(self, session: Session, model: TfidfModel, through: int) -> float:
+        """How much signing again under `model` would change signatures: the mean of
+        `sketch_change` over the newest `SAMPLE` texts (those the active weights have seen
+        least), signed under the active signer and under `model` with the same words."""
+        rows = newest_texts(session, through, SAMPLE)
+        texts = [text_for_signals(*r[1:]) for r in rows]
+        tokens = tokenize_texts(texts)
+        now = self.signal.signer
+        return float(np.mean(sketch_change(now.sign_tokens(tokens, texts),
+                                           TextSigner(model, now.words).sign_tokens(tokens, texts))))
 
     def _sign(self, session: Session, row: ModelVersion, budget: int) -> bool:
         self.follow(session)

@@ -133,6 +133,15 @@ def scan_texts(session: Session, after: int, through: int | None = None,
     return [tuple(r) for r in session.execute(query.order_by(Item.pk).limit(limit)).all()]
 
 
+def newest_texts(session: Session, through: int, limit: int) -> list[tuple[int, str | None, str | None, str | None]]:
+    """(pk, title, text, page text) of the `limit` last items with text up to pk `through`:
+    the sample a TF-IDF refresh judges its new weights on (the newest texts are those the
+    active weights have seen least)."""
+    query = select(Item.pk, Item.title, Item.text, Item.page_text).where(
+        Item.pk <= through, Item.text_hash.is_not(None))
+    return [tuple(r) for r in session.execute(query.order_by(Item.pk.desc()).limit(limit)).all()]
+
+
 def last_text_pk(session: Session) -> int:
     """The largest pk of an item with text (0 if none). Walked back from the last pk, not
     MAX() under the filter: text_hash has no index, and MAX() with a WHERE reads every item."""
