@@ -149,8 +149,11 @@ class Platform:
                 return self._run(entries, name, folder, len(files), progress, workers)
             if not path.is_file():
                 raise FileNotFoundError(f"no manifest or folder at {path}")
+            # (the lines are counted for the progress bar's total only: a read of the whole
+            # manifest, seconds for a few gigabytes, before the first item)
+            total = count_manifest_lines(path, self.settings) if progress else None
             return self._run(read_manifest(path, self.settings, id_prefix), str(path.resolve()),
-                             path.parent, count_manifest_lines(path, self.settings), progress, workers)
+                             path.parent, total, progress, workers)
         items = list(source)
         return self._run(read_items(items, id_prefix), source_name, Path(root) if root else None,
                          len(items), progress, workers)
@@ -173,7 +176,7 @@ class Platform:
                 return signal
         raise KeyError(f"no signal named {name!r}; known: {', '.join(s.name for s in self._signals)}")
 
-    def _run(self, entries: Iterable, source: str, root: Path | None, total: int,
+    def _run(self, entries: Iterable, source: str, root: Path | None, total: int | None,
              progress: bool, workers: int) -> IngestReport:
         for signal in self._signals:
             signal.follow_active()
