@@ -172,3 +172,38 @@ def test_a_new_store_is_made_as_the_migrations_make_it(db_url: str, monkeypatch)
         assert _schema_and_rows(engine) == migrated
     finally:
         engine.dispose()
+
+
+def test_items_stored_with_hex_digests_are_unchanged_and_found_after_the_binary_digests_migration(
+        home: Path, db_url: str) -> None:
+    """Digests stored as hex before 0011 become their bytes: a rerun of the same items
+    finds them unchanged (fingerprints), a copy is still their exact duplicate (content
+    keys) and a query finds the exact text (text hashes); a downgrade gives the hex back."""
+    from sqlalchemy import text as sql
+
+    from mmdedup import Platform
+
+    items = [{"id": "old", "text": "The council approved the library budget on Tuesday."},
+             {"id": "pic", "title": "Only a title, no text"}]
+    with Platform.open(home, db_url) as p:
+        p.ingest(items)
+        with p.sessions() as session:
+            before = session.execute(sql("SELECT id, text_hash, content_key, fingerprint FROM items")).all()
+    engine = make_engine(db_url)
+    downgrade(engine, "0010")
+    with engine.connect() as conn:
+        hexed = conn.execute(sql("SELECT id, text_hash, content_key, fingerprint FROM items")).all()
+    assert {r[0]: tuple(None if v is None else bytes(v).hex() for v in r[1:]) for r in before} == \
+        {r[0]: tuple(r[1:]) for r in hexed}
+    assert all(len(v) == 64 for r in hexed for v in r[1:] if v is not None)
+    migrate(engine)
+    engine.dispose()
+    with Platform.open(home, db_url) as p:
+        with p.sessions() as session:
+            after = session.execute(sql("SELECT id, text_hash, content_key, fingerprint FROM items")).all()
+        assert sorted(map(tuple, after)) == sorted(map(tuple, before))
+        assert all(len(v) == 32 for r in after for v in r[1:] if v is not None)
+        report = p.ingest(items + [{"id": "copy", "text": items[0]["text"]}])
+        assert (report.new, report.unchanged) == (1, 2)
+        assert {frozenset((x.a, x.b)): x.kind for x in p.pairs()} == {frozenset(("old", "copy")): "same-item"}
+        assert {m.id for m in p.query(text=items[0]["text"]) if m.signals.get("text") == 1.0} == {"old", "copy"}

@@ -36,7 +36,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.orm import Session, sessionmaker
 
 from .errors import NoStore, StoreError, explain, shown_url
-from .schema import ModelVersion
+from .schema import Digest, ModelVersion
 
 DB_FILENAME = "mmdedup.db"
 
@@ -138,7 +138,7 @@ def _read_only_uri(path: str) -> str:
 
 # The newest migration (tests/test_migrations.py holds it to Alembic's head): a store at it
 # is opened without loading Alembic, which a command would otherwise pay 0.1 s to import.
-SCHEMA_HEAD = "0010"
+SCHEMA_HEAD = "0011"
 
 
 def alembic_config(url: str):  # noqa: ANN201 - an alembic.config.Config
@@ -335,7 +335,7 @@ def insert_rows(session: Session, table: type, columns: Sequence[str], rows: lis
 
     def processor(name: str):  # noqa: ANN202
         kind = cols[name].type
-        return kind._cached_bind_processor(dialect) if isinstance(kind, (JSON, DateTime)) else None
+        return kind._cached_bind_processor(dialect) if isinstance(kind, (JSON, DateTime, Digest)) else None
 
     fixed = tuple(p(v) if (p := processor(n)) and v is not None else v for n, v in constants.items())
     procs = [processor(n) for n in columns]

@@ -14,12 +14,17 @@ from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion
 ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint")
 
 
+def _hex(digest: bytes | None) -> str | None:
+    """A digest column read through the driver (schema.Digest's bytes) as the code holds it."""
+    return None if digest is None else bytes(digest).hex()
+
+
 # --- ingest ----------------------------------------------------------------------------
 
 
 def fingerprints(session: Session, ids: list[str]) -> dict[str, tuple[int, str]]:
     """{id: (pk, fingerprint)} of the stored items among `ids`."""
-    return {id_: (pk, fp) for id_, pk, fp in select_in(
+    return {id_: (pk, _hex(fp)) for id_, pk, fp in select_in(
         session, "SELECT id, pk, fingerprint FROM items WHERE id IN ({values})", ids)}
 
 
@@ -56,7 +61,7 @@ def insert_assets(session: Session, rows: list[dict]) -> None:
 def full_keys(session: Session, pks: list[int]) -> dict[int, tuple[str, str | None]]:
     """{item pk: (content key, text hash)}: what a 64-bit key found (signals/exact_keys.py)
     is checked against."""
-    return {pk: (key, text) for pk, key, text in select_in(
+    return {pk: (_hex(key), _hex(text)) for pk, key, text in select_in(
         session, "SELECT pk, content_key, text_hash FROM items WHERE pk IN ({values})", pks)}
 
 
