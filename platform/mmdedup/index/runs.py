@@ -93,13 +93,20 @@ class Runs:
     def lookup(self, table: int, lo_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(query row, int64 position) of every entry of `table` whose key is a query's
         (keys in the high half, low half zero). Call `flush` first."""
-        hi_key = lo_key | LOW
+        # The keys searched in ascending order: numpy's binary search starts each key from
+        # where the last one ended, so a batch over a run larger than the caches takes far
+        # fewer misses (about half the time at a million entries); the bounds go back to
+        # the queries' order, so the result is the same.
+        order = np.argsort(lo_key)
+        lo_sorted = lo_key[order]
+        hi_sorted = lo_sorted | LOW
         qs, ps = [], []
+        lo, hi = np.empty(len(lo_key), np.intp), np.empty(len(lo_key), np.intp)
         for run in (self.main[table], self.tail[table]):
             if len(run) == 0:
                 continue
-            lo = np.searchsorted(run, lo_key, side="left")
-            hi = np.searchsorted(run, hi_key, side="right")
+            lo[order] = np.searchsorted(run, lo_sorted, side="left")
+            hi[order] = np.searchsorted(run, hi_sorted, side="right")
             q, k = expand_ranges(lo, hi)
             qs.append(q)
             ps.append((run[k] & LOW).astype(np.int64))
