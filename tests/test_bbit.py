@@ -29,6 +29,23 @@ def test_low_bit_agreement_bounds_the_agreement_of_the_signatures() -> None:
     assert np.abs(bound - same - (128 - same) / 16).mean() < 2.5
 
 
+def test_word_and_byte_counts_of_agreeing_positions_are_equal() -> None:
+    """Rows a multiple of 8 bytes wide are counted 16 positions a word, others a byte at a
+    time: the same count, on contiguous rows and on the halves of wider ones."""
+    from mmdedup.index.bbit import _AGREE
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (500, 128), dtype=np.uint8)
+    b = np.where(rng.random(a.shape) < 0.5, a, rng.integers(0, 256, a.shape, dtype=np.uint8)).astype(np.uint8)
+    b[:, ::3] ^= np.uint8(0x10)  # one nibble of a byte differs, the other agrees
+    for x, y in ((a, b), (a[:, :64], b[:, :64]), (a[:, 64:], b[:, 64:]), (a[:, :60], b[:, :60])):
+        assert agreeing(x, y).tolist() == _AGREE[np.bitwise_xor(x, y)].sum(axis=1).tolist()
+    halves = agreeing(a, b, parts=2)
+    assert halves.tolist() == np.stack([agreeing(a[:, :64], b[:, :64]), agreeing(a[:, 64:], b[:, 64:])], 1).tolist()
+    assert agreeing(a[:, :60], b[:, :60], parts=2).tolist() == \
+        np.stack([agreeing(a[:, :30], b[:, :30]), agreeing(a[:, 30:60], b[:, 30:60])], 1).tolist()
+
+
 def test_odd_widths_pack_every_position() -> None:
     a = np.array([[1, 2, 3]], np.uint32)
     b = np.array([[1, 2, 4]], np.uint32)

@@ -42,10 +42,42 @@ def low_bits(sigs: np.ndarray) -> np.ndarray:
     return nib[:, 0::2] | (nib[:, 1::2] << 4)
 
 
-def agreeing(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+_NIBBLE_LOW = np.uint64(0x1111111111111111)
+_BYTE_SUM = np.uint64(0x0101010101010101)
+_BLOCK = 4096  # rows a pass: two 512 KB operands
+
+
+def agreeing(a: np.ndarray, b: np.ndarray, parts: int = 1) -> np.ndarray:
     """Per row of two aligned (n, m) packed batches: the positions whose low bits agree,
-    at least the positions where the signatures agree."""
-    return _AGREE[np.bitwise_xor(a, b)].sum(axis=1, dtype=np.int64)
+    at least the positions where the signatures agree; with `parts` > 1, (n, parts)
+    counts, one for each of `parts` equal spans of the row (several signatures a row).
+
+    Eight bytes (16 positions) at a time where rows allow: a position differs where its
+    nibble of the XOR is not zero, which folding the nibble's bits onto its lowest and
+    counting those bits tells, and eight words' counts (16 at most each) add up in one
+    multiplication of the eight bytes that hold them. Several times faster than looking
+    every byte up in `_AGREE`: this runs on every candidate the LSH proposes."""
+    n, m = a.shape
+    span = m // parts
+    if span * parts != m:
+        raise ValueError(f"{m} bytes a row do not split into {parts} equal parts")
+    if span % 64 == 0 and a.strides[1] == b.strides[1] == 1:
+        differ = np.empty((n, parts), np.int64)
+        for start in range(0, n, _BLOCK):  # (a block's passes stay in the cache)
+            end = min(n, start + _BLOCK)
+            x = np.bitwise_xor(a[start:end].view(np.uint64), b[start:end].view(np.uint64))
+            t = np.right_shift(x, np.uint64(1))
+            x |= t
+            np.right_shift(x, np.uint64(2), out=t)
+            x |= t
+            x &= _NIBBLE_LOW
+            counts = np.bitwise_count(x)  # (rows, m / 8) uint8, 16 at most each
+            sums = (counts.view(np.uint64) * _BYTE_SUM) >> np.uint64(56)
+            differ[start:end] = sums.reshape(end - start, parts, -1).sum(axis=2)
+    else:
+        differ = 2 * span - _AGREE[np.bitwise_xor(a, b)].reshape(n, parts, span).sum(axis=2, dtype=np.int64)
+    agree = 2 * span - differ
+    return agree[:, 0] if parts == 1 else agree
 
 
 class BitRows:
@@ -68,6 +100,8 @@ class BitRows:
 
     def _take(self, pos: np.ndarray) -> np.ndarray:
         head = len(self._head)
+        if len(pos) and pos.max() < head:  # (the usual case: a gather, no masks)
+            return np.take(self._head, pos, axis=0)
         out = np.empty((len(pos), self.width), np.uint8)
         first = pos < head
         out[first] = self._head[pos[first]]
@@ -104,6 +138,8 @@ class BitRows:
         """(whether each id has a live row, the rows: zeros where not)."""
         pos = self._slots.position(ids)
         have = pos >= 0
+        if have.all():
+            return have, self._take(pos)
         out = np.zeros((len(pos), self.width), np.uint8)
         out[have] = self._take(pos[have])
         return have, out

@@ -191,14 +191,20 @@ class BandLSH:
 
     # ---- reads -------------------------------------------------------------
 
-    def query(self, sigs: np.ndarray) -> Candidates:
-        """Live items sharing at least one band with each query signature."""
+    def query(self, sigs: np.ndarray, distinct: bool = True) -> Candidates:
+        """Live items sharing at least one band with each query signature; with
+        `distinct=False` an item is listed once per band it shares (for a caller that
+        filters candidates before making them distinct: a sort of every band hit saved)."""
         sigs = self._check_sigs(sigs)
         self._runs.flush()
         parts_q, parts_pos = [], []
         for s in range(0, len(sigs), _QUERY_CHUNK):
             keys = band_keys(sigs[s:s + _QUERY_CHUNK], self.bands, self.rows)
             q, pos = self._lookup(keys)
+            if not distinct:
+                parts_q.append(q.astype(np.int64) + s)
+                parts_pos.append(pos)
+                continue
             pair = np.unique((q.astype(np.uint64) << np.uint64(32)) | pos.astype(np.uint64))
             parts_q.append((pair >> np.uint64(32)).astype(np.int64) + s)
             parts_pos.append((pair & LOW).astype(np.int64))

@@ -117,10 +117,14 @@ class Slots:
             return out
         keys, order = self._by_id()
         # (the ids looked up in ascending order: a binary search that walks the keys
-        # forward stays in cache; a batch of candidates arrives in random order)
-        asked = np.argsort(ids)
-        k = np.empty(len(ids), np.int64)
-        k[asked] = np.maximum(np.searchsorted(keys, ids[asked], side="right") - 1, 0)  # the newest slot
+        # forward stays in cache; a batch of candidates arrives in random order, unless
+        # the caller sorted it to read what the positions address in order too)
+        if (ids[1:] >= ids[:-1]).all():
+            k = np.maximum(np.searchsorted(keys, ids, side="right") - 1, 0)  # the newest slot
+        else:
+            asked = np.argsort(ids)
+            k = np.empty(len(ids), np.int64)
+            k[asked] = np.maximum(np.searchsorted(keys, ids[asked], side="right") - 1, 0)
         pos = k if order is None else order[k]
         found = (self.ids[pos] == ids) & self.alive[pos]
         out[found] = pos[found]
