@@ -228,7 +228,7 @@ def test_a_refresh_point_whose_counts_would_hardly_change_a_signature_signs_noth
                                                             ModelVersion.active.is_(True)))
             judged, change = row.params["judged"], row.params["change"]
             assert session.scalar(select(ModelVersion).where(ModelVersion.kind == PENDING_KIND)) is None
-        assert judged >= 2 * MIN_DOCS and 0 < change < 1
+        assert judged >= 2 * MIN_DOCS and 0 < change < 1 and change <= row.params["largest_change"]
         p.ingest(items[300:])  # under twice the judged texts: nothing counted again
         assert text.refresher.work["counted"] == counted
         kept = outcome(p)
@@ -246,3 +246,18 @@ def test_a_refresh_point_whose_counts_would_hardly_change_a_signature_signs_noth
         again = outcome(p)
     assert again[0] != model
     assert designed <= again[2]
+
+
+def test_a_part_of_the_corpus_that_moved_is_signed_even_when_the_average_hardly_changed() -> None:
+    """The mean change of the sample must be under the setting, and no text changed ten
+    times as much: a few texts of a new site template among many stable ones are signed."""
+    from mmdedup.signals.text_refresh import worth_signing
+
+    stable = np.full(1000, 0.004)
+    assert not worth_signing(stable, 0.01)
+    assert worth_signing(stable, 0.004)  # (at the mean: signed)
+    moved = stable.copy()
+    moved[:20] = 0.2  # 2% of the texts: the mean is still 0.008
+    assert moved.mean() < 0.01 and worth_signing(moved, 0.01)
+    assert worth_signing(np.zeros(0), 0.01)  # nothing to judge by: signed
+    assert worth_signing(stable, 0.0)

@@ -357,12 +357,13 @@ class Settings:
     tfidf_refresh_growth: float = setting(8.0, Number(float, lo=1, lo_open=True))
     tfidf_refresh_at_once: int = setting(2000, Number(int, lo=0))
     # A refresh point whose new frequencies would change less than this share of a
-    # signature's MinHash positions (the mean over the newest 1,000 texts) signs nothing
-    # again: a pair's estimate would move by at most twice that, under the noise of the
-    # estimate itself (its standard error is 0.044 at 0.5 with 128 positions). The
-    # active weights stay, and the next point is counted from the texts counted then.
-    # A corpus whose words shift (a new site template, a new topic) changes more and is
-    # signed again; 0 signs again at every point.
+    # signature's MinHash positions (the mean over the newest 1,000 texts, none of them
+    # changed by ten times as much) signs nothing again: the typical pair's estimate
+    # would move by at most twice that, under the noise of the estimate itself (its
+    # standard error is 0.044 at 0.5 with 128 positions). The active weights stay, and
+    # the next point is counted from the texts counted then. A corpus whose words shift
+    # (a new site template, a new topic), or a part of it, changes more and is signed
+    # again (text_refresh.worth_signing); 0 signs again at every point.
     tfidf_refresh_min_change: float = setting(0.01, Number(float, 0, 1))
 
     # Learned word weights (learn/weights.py): multiplier = exp(step * net label evidence),

@@ -8,8 +8,8 @@ sequence of steps, one after each chunk, each bounded by the chunk's own size (`
 - count: the texts stored when the refresh point was reached (pk <= `through`) are
   tokenised and counted a batch a step, the counts added to the frequencies of a pending
   model row (kind "tfidf-pending"); after the last batch they are frozen as a version,
-  unless signing again under it would hardly change a signature (`change`, under
-  `tfidf_refresh_min_change`: a corpus whose words keep their frequencies as it grows),
+  unless signing again under it would hardly change a signature (`change`,
+  `worth_signing`: a corpus whose words keep their frequencies as it grows),
   in which case the active weights stay, judged on the texts counted;
 - sign: every text stored by then is signed again under the pending version, a batch a
   step, into a second signature slot (kind "text:next": a signature row is keyed by item
@@ -84,6 +84,16 @@ _COUNTING, _TIDY = "counting", "tidy"  # the pending row's version in those phas
 MOVES_A_TEXT = 8
 PAIRS_A_TEXT = 2
 SAMPLE = 1000  # texts a refresh judges its new weights on (`Refresher.change`)
+
+
+def worth_signing(change: np.ndarray, min_change: float) -> bool:
+    """Whether new TF-IDF counts should be signed, from the change they would make to a
+    sample of texts (`Refresher.change`): a pair's estimate moves by at most the sum of
+    its two texts' changes, so a mean under `min_change` keeps the typical pair within
+    twice that, under the estimate's own noise. A text changed ten times as much as that
+    mean allows marks a part of the corpus that moved (a new site template, a new topic)
+    which the mean of the rest would hide: then the counts are signed too."""
+    return bool(len(change) == 0 or change.mean() >= min_change or change.max() >= 10 * min_change)
 
 
 def refresh_rate(growth: float) -> float:
@@ -232,11 +242,11 @@ class Refresher:
             return True
         if params["base"] != PRIOR_VERSION:
             change = self.change(session, model, params["through"])
-            if change < self.signal.settings.tfidf_refresh_min_change:
-                # Signing every text again would move no pair by more than twice this:
-                # the active weights stay, judged on the texts counted now.
+            if not worth_signing(change, self.signal.settings.tfidf_refresh_min_change):
+                # The active weights stay, judged on the texts counted now.
                 active = models.active_row(session, "tfidf")
-                active.params = {**active.params, "judged": n_docs, "change": change}
+                active.params = {**active.params, "judged": n_docs, "change": float(change.mean()),
+                                 "largest_change": float(change.max())}
                 self.work["judged"] += 1
                 self.cancel(session)
                 return True
@@ -247,16 +257,15 @@ class Refresher:
         self.pending = Pending(model.version, TextSigner(model, self.signal.signer.words))
         return True
 
-    def change(self, session: Session, model: TfidfModel, through: int) -> float:
-        """How much signing again under `model` would change signatures: the mean of
-        `sketch_change` over the newest `SAMPLE` texts (those the active weights have seen
-        least), signed under the active signer and under `model` with the same words."""
+    def change(self, session: Session, model: TfidfModel, through: int) -> np.ndarray:
+        """How much signing again under `model` would change each of the newest `SAMPLE`
+        texts' signatures (`sketch_change`; the newest are those the active weights have
+        seen least), signed under the active signer and under `model` with the same words."""
         rows = newest_texts(session, through, SAMPLE)
         texts = [text_for_signals(*r[1:]) for r in rows]
         tokens = tokenize_texts(texts)
         now = self.signal.signer
-        return float(np.mean(sketch_change(now.sign_tokens(tokens, texts),
-                                           TextSigner(model, now.words).sign_tokens(tokens, texts))))
+        return sketch_change(now.sign_tokens(tokens, texts), TextSigner(model, now.words).sign_tokens(tokens, texts))
 
     def _sign(self, session: Session, row: ModelVersion, budget: int) -> bool:
         self.follow(session)
