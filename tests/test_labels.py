@@ -8,11 +8,12 @@ import io
 import json
 import re
 from datetime import datetime, timezone
+from hashlib import sha256
 from pathlib import Path
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect, select
+from sqlalchemy import inspect, select, text
 from sqlalchemy.orm import Session
 
 from mmdedup import Platform
@@ -148,10 +149,14 @@ def test_labels_survive_migrations(db_url: str, home: Path) -> None:
         migrate(engine, "0003")
         assert "review_claims" not in inspect(engine).get_table_names()
         with Session(engine) as s, s.begin():
-            items = [Item(id=i, text=i, content_key=i, fingerprint=i) for i in ("p", "q", "r")]
-            s.add_all(items)
-            s.flush()
-            p, q, r = (x.pk for x in items)
+            # (items as that revision holds them: digests in hex, written as plain SQL)
+            for i in ("p", "q", "r"):
+                s.execute(text("INSERT INTO items (id, text, meta, content_key, fingerprint, status, "
+                               "created_at, updated_at) VALUES (:id, :body, '{}', :key, :fp, 'ok', '2024-05-01', "
+                               "'2024-05-01')"), {"id": i, "body": i, "key": sha256(i.encode()).hexdigest(),
+                                                  "fp": sha256(i.encode()).hexdigest()})
+            pks = dict(s.execute(text("SELECT id, pk FROM items")).all())
+            p, q, r = (pks[i] for i in ("p", "q", "r"))
             s.add(Pair(a_pk=p, b_pk=q, score=0.85, kind="text-reuse", signals={}))
             s.add(Pair(a_pk=p, b_pk=r, score=0.82, kind="text-reuse", signals={}))
             s.add(Label(a_pk=p, b_pk=q, decision="duplicate", reviewer="ann",

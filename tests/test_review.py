@@ -17,6 +17,7 @@ import termios
 import threading
 import time
 from datetime import datetime, timedelta, timezone
+from hashlib import sha256
 from pathlib import Path
 
 import pytest
@@ -311,8 +312,8 @@ def _concurrent_store(home: Path, db_url: str, n_pairs: int) -> list[tuple[int, 
     claims are under test here, not the scoring)."""
     with Platform.open(home, db_url) as p:
         with p.sessions.begin() as s:
-            rows = [ItemRow(id=f"i{k}", text=f"item {k}", content_key=f"k{k}", fingerprint=f"f{k}")
-                    for k in range(2 * n_pairs)]
+            rows = [ItemRow(id=f"i{k}", text=f"item {k}", content_key=sha256(f"k{k}".encode()).hexdigest(),
+                            fingerprint=sha256(f"f{k}".encode()).hexdigest()) for k in range(2 * n_pairs)]
             s.add_all(rows)
             s.flush()
             pks = sorted(r.pk for r in rows)

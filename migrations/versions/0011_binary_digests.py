@@ -28,11 +28,14 @@ COLUMNS = ("text_hash", "content_key", "fingerprint")
 def _unhex(value: str | bytes | None) -> bytes | None:
     if value is None:
         return None
-    text = value.decode() if isinstance(value, bytes) else value
+    if isinstance(value, bytes):
+        if len(value) == 32:
+            return value  # (a digest's bytes already)
+        value = value.decode("utf-8", "replace")
     try:
-        return bytes.fromhex(text)
+        return bytes.fromhex(value)
     except ValueError:
-        return hashlib.sha256(text.encode()).digest()
+        return hashlib.sha256(value.encode()).digest()
 
 
 def upgrade() -> None:

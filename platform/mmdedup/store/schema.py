@@ -58,7 +58,12 @@ class Digest(TypeDecorator):
         return dialect.type_descriptor(String(64) if dialect.name == "sqlite" else LargeBinary(32))
 
     def process_bind_param(self, value: str | None, dialect: Any) -> bytes | None:
-        return None if value is None else bytes.fromhex(value)
+        if value is None:
+            return None
+        try:
+            return bytes.fromhex(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"a digest is a SHA-256 in hexadecimal, not {value!r}") from None
 
     def process_result_value(self, value: bytes | None, dialect: Any) -> str | None:
         return None if value is None else bytes(value).hex()
