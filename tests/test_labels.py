@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from mmdedup import Platform
 from mmdedup.store.db import downgrade, make_engine, migrate
-from mmdedup.store.schema import Base, Item, Label, Pair, ReviewClaim
+from mmdedup.store.schema import Base, Label, Pair, ReviewClaim
 
 ITEMS = [{"id": "a", "text": "Breaking: river floods the old town."},
          {"id": "b", "text": "The river floods the old town again, breaking records."},
