@@ -114,10 +114,14 @@ class ExactKeys(Signal[tuple[int, int], SignalSettings]):
         candidates = self.on_chunk(session, changed)
         if candidates is None:
             return {}
+        # (each item finds itself, just indexed: only the others' keys are read)
+        candidates = candidates[candidates[:, 0] != candidates[:, 1]]
+        if not len(candidates):
+            return {}
         keys = full_keys(session, np.unique(candidates).tolist())
         copies: dict[int, list[int]] = {}
         for pk, other in candidates.tolist():
-            if pk != other and keys[pk][0] == keys[other][0]:
+            if keys[pk][0] == keys[other][0]:
                 copies.setdefault(pk, []).append(other)
         return {pk: sorted(others) for pk, others in copies.items()}
 
