@@ -62,7 +62,7 @@ def agreeing(a: np.ndarray, b: np.ndarray, parts: int = 1) -> np.ndarray:
     if span * parts != m:
         raise ValueError(f"{m} bytes a row do not split into {parts} equal parts")
     if span % 64 == 0 and a.strides[1] == b.strides[1] == 1:
-        differ = np.empty((n, parts), np.int64)
+        agree = np.empty((n, parts), np.int64)
         for start in range(0, n, _BLOCK):  # (a block's passes stay in the cache)
             end = min(n, start + _BLOCK)
             x = np.bitwise_xor(a[start:end].view(np.uint64), b[start:end].view(np.uint64))
@@ -73,10 +73,9 @@ def agreeing(a: np.ndarray, b: np.ndarray, parts: int = 1) -> np.ndarray:
             x &= _NIBBLE_LOW
             counts = np.bitwise_count(x)  # (rows, m / 8) uint8, 16 at most each
             sums = (counts.view(np.uint64) * _BYTE_SUM) >> np.uint64(56)
-            differ[start:end] = sums.reshape(end - start, parts, -1).sum(axis=2)
+            agree[start:end] = 2 * span - sums.reshape(end - start, parts, -1).sum(axis=2)
     else:
-        differ = 2 * span - _AGREE[np.bitwise_xor(a, b)].reshape(n, parts, span).sum(axis=2, dtype=np.int64)
-    agree = 2 * span - differ
+        agree = _AGREE[np.bitwise_xor(a, b)].reshape(n, parts, span).sum(axis=2, dtype=np.int64)
     return agree[:, 0] if parts == 1 else agree
 
 

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .runs import PositionFiles, Runs
-from .slots import Slots, unique_pairs
+from .slots import Slots, distinct_pairs, unique_pairs
 from .threads import threads_for
 
 CODE_BITS = 64
@@ -256,10 +256,7 @@ class HammingIndex:
         query, pos = np.concatenate(qs), np.concatenate(ps)
         dist = np.bitwise_count(self._codes[pos] ^ x[query])
         near = dist <= radius
-        pair, first = np.unique((query[near].astype(np.uint64) << np.uint64(32)) | pos[near].astype(np.uint64),
-                                return_index=True)
-        query = (pair >> np.uint64(32)).astype(np.int64)
-        pos = (pair & np.uint64(0xFFFFFFFF)).astype(np.int64)
+        query, pos, first = distinct_pairs(query[near], pos[near])
         return query, pos, dist[near][first].astype(np.int32)
 
     def pairs(self, ids: np.ndarray, codes: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -28,8 +28,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .runs import HIGH, LOW, PositionFiles, Runs
-from .slots import Slots, unique_pairs
+from .runs import HIGH, PositionFiles, Runs
+from .slots import Slots, distinct_pairs, unique_pairs
 
 FORMAT = "mmdedup.lsh/2"
 HASH = "mulxor64-fmix-hi32/1"  # band_keys below; stored so a file never meets another hash
@@ -205,9 +205,9 @@ class BandLSH:
                 parts_q.append(q.astype(np.int64) + s)
                 parts_pos.append(pos)
                 continue
-            pair = np.unique((q.astype(np.uint64) << np.uint64(32)) | pos.astype(np.uint64))
-            parts_q.append((pair >> np.uint64(32)).astype(np.int64) + s)
-            parts_pos.append((pair & LOW).astype(np.int64))
+            q, pos, _ = distinct_pairs(q, pos)
+            parts_q.append(q + s)
+            parts_pos.append(pos)
         if not parts_q:
             e = np.empty(0, np.int64)
             return Candidates(e, e.copy())

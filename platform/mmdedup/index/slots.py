@@ -23,6 +23,24 @@ def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return owner, index
 
 
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+def distinct_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each (a[i], b[i]) once, in (a, b) order (int64), and the index of its first
+    occurrence. Both packed in one 64-bit key where they fit in 32 bits (query rows,
+    positions, item pks of most stores): a sort of numbers, several times cheaper than
+    the sort of rows it falls back to."""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    if len(a) == 0:
+        return a, b, np.zeros(0, np.intp)
+    if min(a.min(), b.min()) >= 0 and max(a.max(), b.max()) <= 0xFFFFFFFF:
+        key, first = np.unique((a.astype(np.uint64) << np.uint64(32)) | b.astype(np.uint64), return_index=True)
+        return (key >> np.uint64(32)).astype(np.int64), (key & _LOW32).astype(np.int64), first
+    rows, first = np.unique(np.stack([a, b], axis=1), axis=0, return_index=True)
+    return rows[:, 0], rows[:, 1], first
+
+
 def unique_pairs(a: np.ndarray, b: np.ndarray, *extra: np.ndarray) -> tuple[np.ndarray, ...]:
     """Each unordered pair once as (lo, hi), self pairs dropped, sorted by (lo, hi).
 
@@ -119,12 +137,10 @@ class Slots:
         # (the ids looked up in ascending order: a binary search that walks the keys
         # forward stays in cache; a batch of candidates arrives in random order, unless
         # the caller sorted it to read what the positions address in order too)
-        if (ids[1:] >= ids[:-1]).all():
-            k = np.maximum(np.searchsorted(keys, ids, side="right") - 1, 0)  # the newest slot
-        else:
-            asked = np.argsort(ids)
-            k = np.empty(len(ids), np.int64)
-            k[asked] = np.maximum(np.searchsorted(keys, ids[asked], side="right") - 1, 0)
+        asked = None if (ids[1:] >= ids[:-1]).all() else np.argsort(ids)
+        k = np.maximum(np.searchsorted(keys, ids if asked is None else ids[asked], side="right") - 1, 0)
+        if asked is not None:  # (the newest slot of each, back in the order asked)
+            k[asked] = k.copy()
         pos = k if order is None else order[k]
         found = (self.ids[pos] == ids) & self.alive[pos]
         out[found] = pos[found]

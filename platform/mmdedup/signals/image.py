@@ -23,7 +23,7 @@ import numpy as np
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.image import CENTRE_PENALTY, IMAGE_VERSION, ImageCodes, codes_of, image_distance
 from ..index.hamming import HammingIndex
-from ..index.slots import entry_ids
+from ..index.slots import distinct_pairs, entry_ids
 from ..input.items import InputError, LoadedItem, read_stored_picture
 from ..score.pairs import candidate_pairs
 from ..store import items as stored_items
@@ -219,10 +219,7 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
             hits = part.search(np.concatenate(queries), r)
             rows.append(owner[hits.query])
             found.append(hits.ids // MAX_IMAGES)
-        if not sum(len(r) for r in rows):
-            return rows[0], found[0]
-        pairs = np.unique(np.stack([np.concatenate(rows), np.concatenate(found)], axis=1), axis=0)
-        return pairs[:, 0], pairs[:, 1].astype(np.int64)
+        return distinct_pairs(np.concatenate(rows), np.concatenate(found))[:2]
 
     def similarity(self, a: list[ImageCodes], b: list[ImageCodes]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         bits = np.array([int(image_distance(x, y).min()) for x, y in zip(a, b)], np.int64)

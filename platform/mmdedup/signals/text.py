@@ -46,6 +46,7 @@ from ..extract.text_sketches import (
 from ..index.bbit import BitRows, agreeing, low_bits
 from ..index.hamming import HammingIndex
 from ..index.lsh import BandLSH, optimal_params
+from ..index.slots import distinct_pairs
 from ..input.items import LoadedItem, text_for_signals
 from ..score.pairs import candidate_pairs
 from ..store import models
@@ -131,18 +132,6 @@ class TextIndex:
     hamming: HammingIndex
     lsh: BandLSH
     bits: BitRows
-
-
-def _distinct(q: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each (query row, item pk) once, in (row, pk) order. The two packed in one 64-bit
-    key where pks allow: a sort of numbers, several times cheaper than one of rows."""
-    if len(q) == 0:
-        return q, ids
-    if ids.min() >= 0 and ids.max() <= 0xFFFFFFFF:
-        key = np.unique((q.astype(np.uint64) << np.uint64(32)) | ids.astype(np.uint64))
-        return (key >> np.uint64(32)).astype(np.int64), (key & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    key = np.unique(np.stack([q, ids], axis=1), axis=0)
-    return key[:, 0], key[:, 1]
 
 
 def sketch_bits(sk: TextSketches) -> np.ndarray:
@@ -297,7 +286,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def search(self, index: TextIndex, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
         """(query row, item pk) pairs from either index, deduplicated."""
-        return _distinct(*self._hits(index, sk))
+        return distinct_pairs(*self._hits(index, sk))[:2]
 
     def _hits(self, index: TextIndex, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
         """(query row, item pk) of what either index proposes, not yet distinct (a pair
@@ -439,7 +428,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         self.index_add(index, pks, sk)
         q, other = self._hits(index, sk)
         keep = self.reachable(index, sk, q, other)  # (before they are made distinct: most go)
-        q, other = _distinct(q[keep], other[keep])
+        q, other, _ = distinct_pairs(q[keep], other[keep])
         return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
 
     def reachable(self, index: TextIndex, sk: TextSketches, q: np.ndarray, other: np.ndarray) -> np.ndarray:

@@ -5,18 +5,14 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from sqlalchemy import delete, func, insert, or_, select, update
+from sqlalchemy import Select, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from .db import insert_rows, select_in
-from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion
+from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion, digest_hex
 
 ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint")
-
-
-def _hex(digest: bytes | None) -> str | None:
-    """A digest column read through the driver (schema.Digest's bytes) as the code holds it."""
-    return None if digest is None else bytes(digest).hex()
+_TEXT_ROW = (Item.pk, Item.title, Item.text, Item.page_text)  # what the text signal signs from
 
 
 # --- ingest ----------------------------------------------------------------------------
@@ -24,7 +20,7 @@ def _hex(digest: bytes | None) -> str | None:
 
 def fingerprints(session: Session, ids: list[str]) -> dict[str, tuple[int, str]]:
     """{id: (pk, fingerprint)} of the stored items among `ids`."""
-    return {id_: (pk, _hex(fp)) for id_, pk, fp in select_in(
+    return {id_: (pk, digest_hex(fp)) for id_, pk, fp in select_in(
         session, "SELECT id, pk, fingerprint FROM items WHERE id IN ({values})", ids)}
 
 
@@ -61,7 +57,7 @@ def insert_assets(session: Session, rows: list[dict]) -> None:
 def full_keys(session: Session, pks: list[int]) -> dict[int, tuple[str, str | None]]:
     """{item pk: (content key, text hash)}: what a 64-bit key found (signals/exact_keys.py)
     is checked against."""
-    return {pk: (_hex(key), _hex(text)) for pk, key, text in select_in(
+    return {pk: (digest_hex(key), digest_hex(text)) for pk, key, text in select_in(
         session, "SELECT pk, content_key, text_hash FROM items WHERE pk IN ({values})", pks)}
 
 
@@ -131,10 +127,7 @@ def scan_texts(session: Session, after: int, through: int | None = None,
     """(pk, title, text, page text) of the next `limit` items with text after pk `after`
     (up to pk `through`, if given), in pk order: what a TF-IDF refresh counts and re-signs,
     a batch a step."""
-    query = select(Item.pk, Item.title, Item.text, Item.page_text).where(
-        Item.pk > after, Item.text_hash.is_not(None))
-    if through is not None:
-        query = query.where(Item.pk <= through)
+    query = _texts_through(through).where(Item.pk > after)
     return [tuple(r) for r in session.execute(query.order_by(Item.pk).limit(limit)).all()]
 
 
@@ -142,9 +135,14 @@ def newest_texts(session: Session, through: int, limit: int) -> list[tuple[int, 
     """(pk, title, text, page text) of the `limit` last items with text up to pk `through`:
     the sample a TF-IDF refresh judges its new weights on (the newest texts are those the
     active weights have seen least)."""
-    query = select(Item.pk, Item.title, Item.text, Item.page_text).where(
-        Item.pk <= through, Item.text_hash.is_not(None))
-    return [tuple(r) for r in session.execute(query.order_by(Item.pk.desc()).limit(limit)).all()]
+    query = _texts_through(through).order_by(Item.pk.desc()).limit(limit)
+    return [tuple(r) for r in session.execute(query).all()]
+
+
+def _texts_through(through: int | None) -> Select:
+    """(pk, title, text, page text) of the items with text, up to pk `through` if given."""
+    query = select(*_TEXT_ROW).where(Item.text_hash.is_not(None))
+    return query if through is None else query.where(Item.pk <= through)
 
 
 def last_text_pk(session: Session) -> int:
@@ -158,6 +156,5 @@ def texts_of(session: Session, pks: list[int]) -> list[tuple[int, str | None, st
     """(pk, title, text, page text) of these items."""
     rows = []
     for start in range(0, len(pks), 5000):
-        rows += session.execute(select(Item.pk, Item.title, Item.text, Item.page_text)
-                                .where(Item.pk.in_(pks[start:start + 5000]))).all()
+        rows += session.execute(select(*_TEXT_ROW).where(Item.pk.in_(pks[start:start + 5000]))).all()
     return rows

@@ -66,7 +66,12 @@ class Digest(TypeDecorator):
             raise ValueError(f"a digest is a SHA-256 in hexadecimal, not {value!r}") from None
 
     def process_result_value(self, value: bytes | None, dialect: Any) -> str | None:
-        return None if value is None else bytes(value).hex()
+        return digest_hex(value)
+
+
+def digest_hex(value: bytes | None) -> str | None:
+    """A stored digest as the code holds it (also for rows read through the driver)."""
+    return None if value is None else bytes(value).hex()
 
 
 class Base(DeclarativeBase):
