@@ -92,7 +92,7 @@ def test_signatures_keep_their_versions_through_the_version_ids_migration(db_url
             conn.execute(text("INSERT INTO signatures (item_pk, kind, version, value, created_at, seq) "
                               "VALUES (:pk, :kind, :version, :value, '2026-01-01', :seq)"),
                          {"pk": pk, "kind": kind, "version": version, "value": value, "seq": seq})
-    migrate(engine)
+    migrate(engine, "0011")  # (0012 marks every text version with the 16-bit layout)
     with Session(engine) as session:
         assert load_signatures(session, "text", "v-long-" + "x" * 200) == {pks["a"]: b"\x01"}
         assert load_signatures(session, "text", "v-other") == {pks["b"]: b"\x02"}
@@ -207,3 +207,50 @@ def test_items_stored_with_hex_digests_are_unchanged_and_found_after_the_binary_
         assert (report.new, report.unchanged) == (1, 2)
         assert {frozenset((x.a, x.b)): x.kind for x in p.pairs()} == {frozenset(("old", "copy")): "same-item"}
         assert {m.id for m in p.query(text=items[0]["text"]) if m.signals.get("text") == 1.0} == {"old", "copy"}
+
+
+def test_text_signatures_stored_in_32_bits_become_what_signing_again_gives(
+        home: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store made before 0012 holds each MinHash position in 32 bits: migrated, every text
+    signature is bit for bit what the new code signs (no text is signed again), and the
+    store finds a new copy's pairs and answers queries as one made by the new code."""
+    from sqlalchemy import text as sql
+
+    from mmdedup import Platform
+    from mmdedup.extract import text_sketches
+
+    texts = [f"Notice {i}: the council approved the library budget of {i} thousand on Tuesday after "
+             f"a long debate about opening hours, staff and the reading room." for i in range(6)] + ["!!! ... ???"]
+    items = [{"id": f"t{i}", "text": t} for i, t in enumerate(texts)]
+    query = "SELECT s.item_pk, v.version, s.value FROM signatures s JOIN signature_versions v " \
+            "ON v.id = s.version_id WHERE s.kind = 'text' ORDER BY s.item_pk"
+    with Platform.open(home, db_url) as p:
+        p.ingest(items)
+        with p.sessions() as session:
+            new = [(pk, version, bytes(value)) for pk, version, value in session.execute(sql(query))]
+        signer = p.signal("text").signer
+        with monkeypatch.context() as old_code:  # every position in 32 bits, as before 0012
+            old_code.setattr(text_sketches, "stored_values", lambda values: values)
+            old = signer.sign(texts)
+    assert len(new) == len(texts) and all(len(value) == 520 and version.endswith("|b16") for _, version, value in new)
+    engine = make_engine(db_url)
+    downgrade(engine, "0011")
+    with engine.begin() as conn:
+        conn.execute(sql("UPDATE signature_versions SET version = substr(version, 1, length(version) - 4) "
+                         "WHERE kind = 'text'"))
+        for i, (pk, _, _) in enumerate(new):
+            blob = old.simhash[i : i + 1].tobytes() + old.wminhash[i].tobytes() + old.minhash[i].tobytes()
+            conn.execute(sql("UPDATE signatures SET value = :v WHERE item_pk = :pk AND kind = 'text'"),
+                         {"v": blob, "pk": pk})
+    migrate(engine)
+    with engine.connect() as conn:
+        assert [(pk, version, bytes(value)) for pk, version, value in conn.execute(sql(query))] == new
+    engine.dispose()
+    assert old.empty[-1] and not old.empty[:-1].any() and (old.wminhash[:-1] >= 0xFFFF).any()
+    with Platform.open(home, db_url) as p:
+        report = p.ingest(items + [{"id": "copy", "text": texts[2] + " Reported by the city desk."}])
+        assert (report.new, report.unchanged) == (1, len(items))
+        assert {frozenset((x.a, x.b)) for x in p.pairs() if "copy" in (x.a, x.b)} >= {frozenset(("t2", "copy"))}
+        assert p.query(text=texts[4])[0].id == "t4"
+        with p.sessions() as session:
+            assert [r for r in session.execute(sql(query)) if r[0] <= len(new)] == new  # none signed again

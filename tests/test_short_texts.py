@@ -20,7 +20,7 @@ from mmdedup.extract.term_weights import prior_model
 from mmdedup.extract.tokens import tokenize
 from mmdedup.input.items import probe_item
 from mmdedup.store.schema import Item, Signature, SignatureVersion
-from mmdedup.extract.text_sketches import SHINGLE_N, TextSigner, _shingles, tokenize_texts
+from mmdedup.extract.text_sketches import SHINGLE_N, TextSigner, _shingles, stored_values, tokenize_texts
 from mmdedup.signals.text_refresh import TOKENS_KIND
 
 from helpers import sign_as
@@ -44,7 +44,7 @@ def word_jaccard(signer: TextSigner, a: str, b: str) -> float:
     tokens = tokenize_texts([a, b])
     kept = tokens.hashes[signer.term_weights(tokens.hashes) > 0]
     assert len(kept) == len(tokens.hashes)  # (no dead words under the prior)
-    m = signer.minhash(_shingles(tokens, SHINGLE_N))
+    m = stored_values(signer.minhash(_shingles(tokens, SHINGLE_N)))
     return float(jaccard(m[:1], m[1:])[0])
 
 
@@ -130,13 +130,13 @@ def test_short_texts_use_character_ngrams_and_long_texts_word_3grams() -> None:
     # Short ones: a MinHash of their character n-grams (`short_text_shingles`).
     short = [0, 2]
     chars = hash_tokens([short_text_shingles(texts[i], int(tokens.lengths[i])) for i in short])
-    assert np.array_equal(sk.minhash[short], signer.minhash(chars))
+    assert np.array_equal(sk.minhash[short], stored_values(signer.minhash(chars)))
     # Long ones: bit for bit the word 3-gram MinHash of their tokens, as before; the
     # texts of documents of SHORT_CHARS tokens or more are never needed.
     long = [1, 3]
     assert (tokens.lengths[long] >= SHORT_CHARS).all()
     long_tokens = tokenize_texts([texts[i] for i in long])
-    assert np.array_equal(sk.minhash[long], signer.minhash(_shingles(long_tokens, SHINGLE_N)))
+    assert np.array_equal(sk.minhash[long], stored_values(signer.minhash(_shingles(long_tokens, SHINGLE_N))))
     alone = signer.sign_tokens(long_tokens)
     for name in ("simhash", "wminhash", "minhash", "empty"):
         assert np.array_equal(getattr(alone, name), getattr(sk, name)[long]), name

@@ -32,6 +32,12 @@ def reference_term_weights(signer: textsig_mod.TextSigner, hashes: np.ndarray) -
     return w * np.minimum(lookup(signer.multipliers[0], signer.multipliers[1], hashes, 1.0), 1.0)
 
 
+def reference_stored(values: np.ndarray) -> np.ndarray:
+    """A MinHash as a text signature keeps it: 16 bits a position, 0..0xFFFE, with an empty
+    position's EMPTY kept apart."""
+    return np.where(values == EMPTY, EMPTY, values % 0xFFFF).astype(np.uint32)
+
+
 def reference_sketches(signer: textsig_mod.TextSigner, tokens: TokenBatch) -> textsig_mod.TextSketches:
     """TextSigner.sign_tokens by its definition, one document at a time: tokens of
     positive weight are kept; their distinct terms weigh (1 + ln tf) * weight (float32);
@@ -47,8 +53,9 @@ def reference_sketches(signer: textsig_mod.TextSigner, tokens: TokenBatch) -> te
         tf = tf.astype(np.float32)
         w = ((1 + np.log(np.maximum(tf, 1))) * reference_term_weights(signer, terms)).astype(np.float32)
         out.simhash[i] = textbook_simhash(terms.tolist(), w.astype(np.float64).tolist())
-        out.wminhash[i] = reference_expand(terms, w, signer.wminhash)
-        out.minhash[i] = reference_oph(np.array(reference_shingles(kept.tolist(), 3), np.uint64), signer.minhash)
+        out.wminhash[i] = reference_stored(reference_expand(terms, w, signer.wminhash))
+        out.minhash[i] = reference_stored(
+            reference_oph(np.array(reference_shingles(kept.tolist(), 3), np.uint64), signer.minhash))
         out.empty[i] = len(terms) == 0
     return out
 
@@ -135,6 +142,22 @@ def test_sign_tokens_equals_its_definition(monkeypatch: pytest.MonkeyPatch) -> N
     sk = fitted.sign_tokens(empty)
     assert sk.empty.all() and (sk.simhash == 0).all() and (sk.wminhash == EMPTY).all() and (sk.minhash == EMPTY).all()
     assert fitted.sign_tokens(hash_tokens([])).simhash.shape == (0,)
+
+
+def test_a_signature_read_back_is_the_one_signed_in_half_the_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the store keeps of a text's sketches is what was signed, bit for bit (an index
+    built from stored signatures and one built as texts arrive must agree), empty texts and
+    the largest 16-bit value included, in 8 + 2 x 128 x 2 bytes."""
+    batch, signers = signing_cases()
+    monkeypatch.setattr(textsig_mod, "short_char_shingles", lambda lengths, texts: (np.zeros(0, np.intp), hash_tokens([])))
+    for label, signer in signers.items():
+        sk = signer.sign_tokens(batch)
+        blobs = [sk.pack(i) for i in range(batch.n_docs)]
+        assert {len(b) for b in blobs} == {8 + 2 * 128 * 2}
+        assert_same_sketches(textsig_mod.TextSketches.unpack(blobs), sk, label)
+        assert sk.empty.any() and (sk.wminhash[~sk.empty] < 0xFFFF).all()
+    values = np.array([[0, 0xFFFE, 0xFFFF, 0x1FFFD, EMPTY - 1, EMPTY]], np.uint32)
+    assert textsig_mod.stored_values(values).tolist() == [[0, 0xFFFE, 0, 0xFFFE, 0xFFFE, EMPTY]]
 
 
 def test_absent_and_dropped_offsets() -> None:
