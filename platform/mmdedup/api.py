@@ -223,7 +223,9 @@ class Platform:
         are fused as for pairs. Where CLIP is on, a text also searches the pictures and
         video keyframes through CLIP's text tower (signal `clip_text`, detail
         `clip_text_cosine`). `meta` keeps items whose meta has those values;
-        `since`/`until` keep items ingested in that window."""
+        `since`/`until` keep items ingested in that window. A platform kept open (a
+        server) answers under the models in force now, another process's retrain included."""
+        self._follow_models()
         page = None
         if html is not None:
             page = extract_page(_read(html), max_bytes=self.settings.max_file_bytes,

@@ -4,9 +4,13 @@
 check runs: a process of its own that opens the store and the text signal's indexes, signs
 the text, searches and scores. Timed per run (wall and CPU of the child process), best and
 median of --runs, next to a bare `python -c pass` measured in the same run. The store is
-one built by incremental_ingest.py (`--store DIR` keeps it as DIR/store-N); it must have
-been written by the code under test (that script's untimed warm-up ingest does it), or
-every query would rebuild the index from the store.
+one built by incremental_ingest.py (`--store DIR` keeps it as DIR/store-N) or by
+store_growth.py (`--keep DIR`: DIR/store); it must have been written by the code under
+test, or every query would rebuild the index from the store.
+
+Then the same query with `mmdedup serve` running on the store (a process that keeps it
+open and answers `mmdedup query`, cli/query_server.py): the client's wall and CPU, and
+the CPU the server spent per query beside it.
 
     python scripts/bench/query_cli.py --home DIR/store-1000000 [--runs 7]
 """
@@ -14,13 +18,38 @@ every query would rebuild the index from the store.
 from __future__ import annotations
 
 import argparse
+import socket
 import statistics
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from incremental_ingest import text_chunks  # noqa: E402
+from store_growth import cpu_seconds  # noqa: E402
 from timing import child_seconds  # noqa: E402
+
+
+def served(command: list[str], home: Path, runs: int) -> tuple[list[tuple[float, float]], float]:
+    """The query's (wall, CPU) runs with a server on the store, and the server's CPU a query."""
+    server = subprocess.Popen([sys.executable, "-m", "mmdedup", "--home", str(home), "serve"])
+    try:
+        while True:
+            assert server.poll() is None, "the server stopped"
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.connect(str(home / "query.sock"))
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        child_seconds(command)  # (the server's first query opens the indexes)
+        before = cpu_seconds(server.pid)
+        got = [child_seconds(command) for _ in range(runs)]
+        return got, (cpu_seconds(server.pid) - before) / runs
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def main() -> None:
@@ -34,13 +63,16 @@ def main() -> None:
     child_seconds(query)  # the files into the page cache, as on a machine that runs queries
     bare = [child_seconds([sys.executable, "-c", "pass"]) for _ in range(args.runs)]
     runs = [child_seconds(query) for _ in range(args.runs)]
+    with_server, server_cpu = served(query, args.home, args.runs)
     print(f"| {args.runs} runs each | wall s, best / median | CPU s, best / median | ratio (median wall) |")
     print("|---|---|---|---|")
-    for label, got in (("`python -c pass`", bare), ("`mmdedup query --text`", runs)):
+    for label, got in (("`python -c pass`", bare), ("`mmdedup query --text`", runs),
+                       ("`mmdedup query --text`, `mmdedup serve` running", with_server)):
         walls, cpus = [w for w, _ in got], [c for _, c in got]
         print(f"| {label} | {min(walls):.3f} / {statistics.median(walls):.3f} | "
               f"{min(cpus):.3f} / {statistics.median(cpus):.3f} | "
               f"{statistics.median(walls) / statistics.median(w for w, _ in bare):.1f}x |")
+    print(f"\nCPU of the server a query: {server_cpu * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -358,7 +358,7 @@ def main() -> None:
     # service answering one query after another would), the methods one after the other.
     methods = {
         "query": "mmdedup Platform.query",
-        "textpath": "of which the text signal (signal("text").query)",
+        "textpath": "of which the text signal (signal('text').query)",
         "scan": "brute-force scan (numpy, every stored item)",
         "simhash": f"SimHash-only popcount scan, radius {platform.signal('text').config.simhash_radius}",
     }

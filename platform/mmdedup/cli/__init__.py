@@ -34,7 +34,7 @@ EPILOG = """a first run:
 `mmdedup COMMAND --help` says more of each command."""
 # The commands that only read: they open the store read-only, create and migrate nothing,
 # and answer on a store this user may not write.
-READ_ONLY = {"stats", "pairs", "clusters", "report", "failures", "labels", "query"}
+READ_ONLY = {"stats", "pairs", "clusters", "report", "failures", "labels", "query", "serve"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="table for people (default), json (a list) for scripts")
 
+    p = command("serve", "keep the store open and answer `mmdedup query` on it from this "
+                         "process, until stopped (Ctrl-C or SIGTERM)")
+
     p = command("stats", "counts of items, pairs, labels and failures")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="table for people (default), json for scripts")
@@ -206,8 +209,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """The command, with what goes wrong around it said in one line and status 2. The
     platform is imported here, not with the parser: `--help` and a usage error answer at
-    once, without loading the store, the signals and their libraries."""
-    from ..api import Platform, StoreError, UnknownItem, store_problem
+    once, without loading the store, the signals and their libraries; a query a server
+    answers (query_server.py) never loads them."""
+    if args.command == "query":
+        status = ask_server(args)
+        if status is not None:
+            return status
+    from ..api import Platform
     from .commands import COMMANDS
 
     platform = None
@@ -216,15 +224,39 @@ def run(args: argparse.Namespace) -> int:
             return COMMANDS[args.command](platform, args)
     except BrokenPipeError:
         raise
-    except (StoreError, UnknownItem, ValueError, FileNotFoundError) as exc:
-        return fail(exc)
-    except OSError as exc:
-        return fail(os_problem(exc))
     except Exception as exc:
-        problem = store_problem(exc, platform.url) if platform is not None else None
-        if problem is None:
+        said = problem(exc, platform)
+        if said is None:
             raise
-        return fail(problem)
+        return fail(said)
+
+
+def ask_server(args: argparse.Namespace) -> int | None:
+    """A query answered by a server of the store (its status), or None where none answers."""
+    from .output import print_matches
+    from .query_server import ask, query_request
+
+    try:
+        answer = ask(args.home, args.db, query_request(args))
+    except ValueError as exc:
+        return fail(exc)
+    if answer is None:
+        return None
+    if "error" in answer:
+        return fail(answer["error"])
+    print_matches(answer["matches"], answer["listed"], args.format)
+    return 0
+
+
+def problem(exc: BaseException, platform: object) -> str | None:
+    """What the command says of an exception (one line), or None for a defect."""
+    from ..api import StoreError, UnknownItem, store_problem
+
+    if isinstance(exc, (StoreError, UnknownItem, ValueError, FileNotFoundError)):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return os_problem(exc)
+    return store_problem(exc, platform.url) if platform is not None else None
 
 
 def fail(message: object) -> int:

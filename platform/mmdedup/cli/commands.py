@@ -8,7 +8,8 @@ import sys
 
 from ..api import DECISIONS, LockBusy, Platform
 from ..signals.registry import listed_names
-from .output import DataOut, fmt_signals, print_json, print_jsonl, print_pairs_csv, print_table, say
+from .output import DataOut, fmt_signals, print_json, print_jsonl, print_matches, print_pairs_csv, print_table, say
+from .query_server import query_request, run_query, serve
 
 
 def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
@@ -102,22 +103,21 @@ def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
-    meta = dict(item.split("=", 1) for item in args.meta if "=" in item)
-    if len(meta) != len(args.meta):
-        raise ValueError("--meta takes KEY=VALUE")
-    results = [m.as_dict() for m in platform.query(
-        args.text, image=args.image, video=args.video, html=args.html, k=args.k,
-        min_score=args.min_score, meta=meta, since=args.since, until=args.until)]
-    if args.format == "json":
-        print_json(results)
-    else:
-        # query-only signals (clip_text: a text matched to pictures) get columns when present
-        listed = listed_names()
-        extra = sorted({s for r in results for s in r["signals"] if s not in listed})
-        names = [*listed, *extra]
-        print_table(["id", "score", *names],
-                    [[r["id"], f"{r['score']:.3f}", *fmt_signals(r["signals"], names)]
-                     for r in results], f"{len(results)} matches")
+    print_matches(run_query(platform, query_request(args)), listed_names(), args.format)
+    return 0
+
+
+def cmd_serve(platform: Platform, args: argparse.Namespace) -> int:
+    import signal
+
+    from . import problem
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # (the socket is removed on the way out)
+    try:
+        serve(platform, args.home, lambda exc: problem(exc, platform),
+              ready=lambda path: say(f"answering `mmdedup query` on {path}; Ctrl-C stops", err=True))
+    except KeyboardInterrupt:
+        pass
     return 0
 
 
@@ -157,7 +157,7 @@ def cmd_retrain(platform: Platform, args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"ingest": cmd_ingest, "pairs": cmd_pairs, "clusters": cmd_clusters,
-            "label": cmd_label, "failures": cmd_failures, "query": cmd_query,
+            "label": cmd_label, "failures": cmd_failures, "query": cmd_query, "serve": cmd_serve,
             "stats": cmd_stats, "report": cmd_report, "labels": cmd_labels,
             "review": cmd_review, "retrain": cmd_retrain}
 

@@ -12,18 +12,10 @@ import json
 import sys
 from typing import Any, Callable, Sequence
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
-from ..signals.registry import listed_names
 from ..terminal import json_printable, printable
 
-
-class _Console(Console):
-    def on_broken_pipe(self) -> None:
-        # The reader left: end as every other output does (cli.main), not with rich's exit.
-        raise BrokenPipeError
+# rich and the signal registry are imported where a table or a pairs CSV is printed: a
+# query answered by a server (query_server.py) prints JSON without the platform's imports.
 
 
 class DataOut:
@@ -48,6 +40,8 @@ def say(text: object, *, err: bool = False) -> None:
 
 def print_pairs_csv(pairs: list[dict[str, Any]]) -> None:
     """Pairs as CSV on stdout: a, b, score, tier, kind and a column per signal."""
+    from ..signals.registry import listed_names
+
     names = listed_names()
     writer = csv.writer(DataOut("csv"), lineterminator="\n")
     writer.writerow(["a", "b", "score", "tier", "kind", *names])
@@ -70,7 +64,28 @@ def print_json(value: Any, indent: int | None = None) -> None:
     DataOut("json").write(json.dumps(value, ensure_ascii=False, indent=indent) + "\n")
 
 
+def print_matches(matches: list[dict[str, Any]], listed: Sequence[str], fmt: str) -> None:
+    """A query's matches (`Match.as_dict()`), with a column for each listed signal and any
+    query-only signal they carry (clip_text: a text matched to pictures)."""
+    if fmt == "json":
+        print_json(matches)
+        return
+    names = [*listed, *sorted({s for m in matches for s in m["signals"] if s not in listed})]
+    print_table(["id", "score", *names],
+                [[m["id"], f"{m['score']:.3f}", *fmt_signals(m["signals"], names)] for m in matches],
+                f"{len(matches)} matches")
+
+
 def print_table(columns: list[str], rows: list[list[str]], title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # The reader left: end as every other output does (cli.main), not with rich's exit.
+            raise BrokenPipeError
+
     # Cells are Text, not strings: rich would read "[red]" in an id as markup.
     table = Table(title=Text(printable(title)), title_justify="left")
     for column in columns:
@@ -80,5 +95,5 @@ def print_table(columns: list[str], rows: list[list[str]], title: str) -> None:
     _Console(width=max(120, Console().width)).print(table)
 
 
-__all__ = ["DataOut", "fmt_signals", "print_json", "print_jsonl", "print_pairs_csv",
+__all__ = ["DataOut", "fmt_signals", "print_json", "print_jsonl", "print_matches", "print_pairs_csv",
            "print_table", "say"]
