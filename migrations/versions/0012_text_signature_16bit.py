@@ -58,14 +58,16 @@ def upgrade() -> None:
     for kind in KINDS:
         last = -1
         while ids:
-            rows = conn.execute(sa.select(signatures.c.item_pk, signatures.c.value)
-                                .where(signatures.c.kind == kind, signatures.c.item_pk > last,
-                                       signatures.c.version_id.in_(ids))
+            # (in key order, the versions picked here: a version filter in SQL would read
+            # every row of those versions through their index, and sort them, each batch)
+            rows = conn.execute(sa.select(signatures.c.item_pk, signatures.c.version_id, signatures.c.value)
+                                .where(signatures.c.kind == kind, signatures.c.item_pk > last)
                                 .order_by(signatures.c.item_pk).limit(BATCH)).all()
             if not rows:
                 break
             last = rows[-1][0]
-            changed = [{"b_pk": pk, "b_value": narrow(value)} for pk, value in rows if len(value) == OLD_BYTES]
+            changed = [{"b_pk": pk, "b_value": narrow(value)} for pk, vid, value in rows
+                       if vid in ids and len(value) == OLD_BYTES]
             if changed:
                 conn.execute(signatures.update()
                              .where(signatures.c.item_pk == sa.bindparam("b_pk"), signatures.c.kind == kind)
