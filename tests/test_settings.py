@@ -107,7 +107,7 @@ def test_a_bad_value_in_config_toml_names_the_file_key_value_and_range(cli, home
 
 
 # Every command reads the settings before it does anything (those that only read too).
-COMMANDS = [["ingest", "missing.jsonl"], ["pairs"], ["clusters"], ["label", "a", "b", "--duplicate"],
+COMMANDS = [["ingest", "missing.jsonl"], ["pairs"], ["clusters"], ["label", "a", "b", "--duplicate"], ["serve"],
             ["labels"], ["review"], ["failures"], ["query", "--text", "x"], ["stats"],
             ["report", "--out", "r.html"], ["retrain"]]
 

@@ -169,6 +169,11 @@ class Platform:
                 f"this ingest would replace them. Give this folder an id prefix to keep both, "
                 f"e.g. --id-prefix \"{folder.resolve().name}/\"")
 
+    def holds(self, db_url: str | None) -> bool:
+        """Whether `db_url` (None: SQLite in this platform's home) names its database: what
+        a query server asks before it answers for a store (cli/query_server.py)."""
+        return resolve_url(self.home, db_url) == self.url
+
     def signal(self, name: str) -> Signal:
         """The signal of that name (signals/registry.py lists them)."""
         for signal in self._signals:

@@ -8,6 +8,10 @@ one built by incremental_ingest.py (`--store DIR` keeps it as DIR/store-N) or by
 store_growth.py (`--keep DIR`: DIR/store); it must have been written by the code under
 test, or every query would rebuild the index from the store.
 
+The children may write Python's bytecode caches (PYTHONDONTWRITEBYTECODE is dropped from
+their environment), as an installed package has them: otherwise every run compiles the
+package's own modules again, which no user's query does.
+
 Then the same query with `mmdedup serve` running on the store (a process that keeps it
 open and answers `mmdedup query`, cli/query_server.py): the client's wall and CPU, and
 the CPU the server spent per query beside it.
@@ -18,6 +22,7 @@ the CPU the server spent per query beside it.
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import statistics
 import subprocess
@@ -31,9 +36,12 @@ from store_growth import cpu_seconds  # noqa: E402
 from timing import child_seconds  # noqa: E402
 
 
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def served(command: list[str], home: Path, runs: int) -> tuple[list[tuple[float, float]], float]:
     """The query's (wall, CPU) runs with a server on the store, and the server's CPU a query."""
-    server = subprocess.Popen([sys.executable, "-m", "mmdedup", "--home", str(home), "serve"])
+    server = subprocess.Popen([sys.executable, "-m", "mmdedup", "--home", str(home), "serve"], env=ENV)
     try:
         while True:
             assert server.poll() is None, "the server stopped"
@@ -43,9 +51,9 @@ def served(command: list[str], home: Path, runs: int) -> tuple[list[tuple[float,
                     break
                 except OSError:
                     time.sleep(0.1)
-        child_seconds(command)  # (the server's first query opens the indexes)
+        child_seconds(command, env=ENV)  # (the server's first query opens the indexes)
         before = cpu_seconds(server.pid)
-        got = [child_seconds(command) for _ in range(runs)]
+        got = [child_seconds(command, env=ENV) for _ in range(runs)]
         return got, (cpu_seconds(server.pid) - before) / runs
     finally:
         server.terminate()
@@ -60,9 +68,9 @@ def main() -> None:
     text = next(text_chunks(1, 2))[0]
     query = [sys.executable, "-m", "mmdedup", "--home", str(args.home), "query", "--text", text,
              "--format", "json"]
-    child_seconds(query)  # the files into the page cache, as on a machine that runs queries
-    bare = [child_seconds([sys.executable, "-c", "pass"]) for _ in range(args.runs)]
-    runs = [child_seconds(query) for _ in range(args.runs)]
+    child_seconds(query, env=ENV)  # the files into the page cache, as on a machine that runs queries
+    bare = [child_seconds([sys.executable, "-c", "pass"], env=ENV) for _ in range(args.runs)]
+    runs = [child_seconds(query, env=ENV) for _ in range(args.runs)]
     with_server, server_cpu = served(query, args.home, args.runs)
     print(f"| {args.runs} runs each | wall s, best / median | CPU s, best / median | ratio (median wall) |")
     print("|---|---|---|---|")

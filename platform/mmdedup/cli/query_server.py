@@ -96,7 +96,6 @@ def serve(platform: Platform, home: str | None, problem: Callable[[BaseException
     with it). `problem`: what the command would say of an exception (None: a defect,
     which the server reports on stderr and answers as an error, and goes on)."""
     from ..signals.registry import listed_names
-    from ..store.db import resolve_url
 
     path = socket_path(home)
     if _listening(path):
@@ -118,8 +117,7 @@ def serve(platform: Platform, home: str | None, problem: Callable[[BaseException
                     try:
                         conn.settimeout(30)
                         request = _read(conn)
-                        if request.get("protocol") != PROTOCOL or \
-                                resolve_url(platform.home, request.get("db")) != platform.url:
+                        if request.get("protocol") != PROTOCOL or not platform.holds(request.get("db")):
                             answer: dict[str, Any] = {"elsewhere": True}
                         else:
                             answer = _answer(platform, request, listed, problem)

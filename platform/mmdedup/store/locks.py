@@ -41,6 +41,8 @@ WRITE_COUNTER = "writes"
 # lock's name and the store's schema, so that two stores in one database (two schemas)
 # never wait for each other, nor for another application's locks.
 _WRITE = "write"
+# Looks again for a job lock whose holder was gone when it was looked up, before LockBusy.
+_RETRIES = 20
 # How long a writer waits on SQLite before saying that it waits (then it waits on).
 _QUIET_WAIT_MS = 500
 
@@ -149,6 +151,7 @@ def _advisory_lock(engine: Engine, name: str, wait_seconds: float, poll: float) 
         key = _advisory_key(conn, f"job:{name}")
         conn.execute(text("SELECT set_config('application_name', :tag, false)"), {"tag": tag})
         conn.commit()
+        let_go = 0  # times the holder was gone by the time it was looked up
         while not conn.execute(text("SELECT pg_try_advisory_lock(:k)"), {"k": key}).scalar():
             conn.commit()
             if time.monotonic() >= deadline:
@@ -159,6 +162,12 @@ def _advisory_lock(engine: Engine, name: str, wait_seconds: float, poll: float) 
                     "AND l.database = (SELECT oid FROM pg_database WHERE datname = "
                     "current_database())"),
                     {"hi": (key >> 32) & 0xFFFFFFFF, "lo": key & 0xFFFFFFFF}).first()
+                if who is None and let_go < _RETRIES:
+                    # Released between the two statements (a holder that just ended: the
+                    # server ends a killed client's session a moment after the kill).
+                    let_go += 1
+                    time.sleep(0.05)
+                    continue
                 raise LockBusy(_busy(name, f"{who[0].removeprefix(prefix)} since {who[1]:%Y-%m-%d %H:%M:%S}"
                                      if who else None))
             time.sleep(poll)
