@@ -106,7 +106,7 @@ def serve(platform: Platform, home: str | None, problem: Callable[[BaseException
         try:
             listener.bind(str(path))
         except OSError as exc:
-            raise OSError(exc.errno, f"cannot listen on {path}: {exc.strerror}") from None
+            raise OSError(exc.errno, f"cannot listen on {path}: {exc.strerror or exc}") from None
         mine = path.stat().st_ino
         try:
             listener.listen(64)
