@@ -248,3 +248,17 @@ def test_a_long_lived_process_follows_a_retrain_made_elsewhere(labelled, home: P
     p.ingest(write_manifest(tmp_path / "later", [{"id": "late", "text": text}]))
     assert p.signal("text").signer.version == fresh_version
     assert not any({x["a"], x["b"]} == {"late", unseen[1][0]} for x in p.pairs())
+
+
+def test_a_platform_kept_open_queries_under_a_retrain_made_elsewhere(labelled, home: Path, db_url: str) -> None:
+    """A query server keeps its platform open: its answers follow the models another
+    process made active, as a platform opened afterwards would."""
+    p, _, unseen = labelled
+    text = UNSEEN[0].format(d="不予批准")
+    yes_id = unseen[0][0]
+    assert any(r["id"] == yes_id and r["score"] >= 0.8 for r in p.query(text, k=5))
+    with Platform.open(home, db_url) as elsewhere:
+        elsewhere.retrain()
+        fresh = [m.as_dict() for m in elsewhere.query(text, k=5)]
+    assert [m.as_dict() for m in p.query(text, k=5)] == fresh
+    assert not any(r["id"] == yes_id and r["score"] >= 0.7 for r in fresh)
