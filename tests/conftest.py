@@ -19,6 +19,8 @@ from mmdedup.cli import main
 from helpers import TINY, TINY_CFG, rgb
 
 PG_URL = os.environ.get("MMDEDUP_TEST_DATABASE_URL")
+# A query leaves no server behind it in a test (one that means to sets this itself).
+os.environ["MMDEDUP_QUERY_SERVER_IDLE"] = "0"
 BACKENDS = ["sqlite"] + (["postgresql"] if PG_URL else [])
 
 

@@ -3,6 +3,7 @@ up what other processes write meanwhile, and steps aside when it is gone or else
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -11,11 +12,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from mmdedup import Platform
-from mmdedup.cli.query_server import ask, socket_path
+from mmdedup.cli.query_server import LOCK_NAME, LOG_NAME, ask, socket_path
 
 TEXTS = {
     "budget": "The city council approved the library budget on Tuesday after a long debate about "
@@ -32,13 +34,14 @@ def command(home: Path, db_url: str, *args: str) -> list[str]:
     return [sys.executable, "-m", "mmdedup", "--home", str(home), "--db", db_url, *args]
 
 
-def client(home: Path, db_url: str, *args: str) -> tuple[int, str, str, bool]:
+def client(home: Path, db_url: str, *args: str, idle: float = 0) -> tuple[int, str, str, bool]:
     """`mmdedup ARGS` in a process of its own: (status, stdout, stderr, whether it imported
-    the platform)."""
+    the platform). `idle`: its `query_server_idle` (the tests' default, 0, starts no server)."""
     code = ("import sys; from mmdedup.cli import main; rc = main(sys.argv[1:]); sys.stdout.flush(); "
             "print('platform-loaded' if 'mmdedup.api' in sys.modules else '', file=sys.stderr); sys.exit(rc)")
     done = subprocess.run([sys.executable, "-c", code, "--home", str(home), "--db", db_url, *args],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "MMDEDUP_QUERY_SERVER_IDLE": str(idle)})
     return done.returncode, done.stdout, done.stderr.replace("platform-loaded", "").strip(), \
         "platform-loaded" in done.stderr
 
@@ -85,6 +88,7 @@ def test_a_server_answers_as_the_command_would_and_takes_up_new_items(stored: Pa
     assert [m["id"] for m in json.loads(alone[0][1])][:2] in (["repost", "budget"], ["budget", "repost"])
     missing = client(home, db_url, "query", "--image", str(tmp_path / "missing.jpg"))
     assert missing[0] == 2 and missing[2].startswith("mmdedup: error:")
+    assert not socket_path(home).exists()  # (query_server_idle = 0: no server started)
 
     server = start_server(home, db_url)
     try:
@@ -123,3 +127,56 @@ def test_a_socket_left_by_a_killed_server_is_passed_over_and_replaced(stored: Pa
         assert (rc, out2, loaded) == (0, out, False)
     finally:
         assert stop(server) == 0
+
+
+def server_running(home: Path) -> bool:
+    """Whether a server holds the store folder's lock (it runs, or is starting)."""
+    fd = os.open(home / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {condition}"
+        time.sleep(0.1)
+
+
+def test_a_query_starts_a_server_for_the_next_ones_which_stops_when_idle(stored: Path, db_url: str) -> None:
+    home = stored
+    rc, out, _, loaded = client(home, db_url, "query", "--text", REPOST, "--format", "json", idle=4)
+    assert rc == 0 and loaded
+    wait_for(lambda: listening(socket_path(home)))
+    # The next queries are the server's, answered as the first was; they start no other server.
+    for _ in range(2):
+        assert client(home, db_url, "query", "--text", REPOST, "--format", "json", idle=4) == (0, out, "", False)
+    # Four seconds without a query: it stops, and takes its socket with it.
+    wait_for(lambda: not server_running(home), 60)
+    assert not socket_path(home).exists()
+    assert b"error" not in (home / LOG_NAME).read_bytes()
+    # A server whose socket was deleted (its store folder removed, say) stops too.
+    assert client(home, db_url, "query", "--text", REPOST, idle=600)[3]
+    wait_for(lambda: listening(socket_path(home)))
+    socket_path(home).unlink()
+    wait_for(lambda: not server_running(home), 60)
+
+
+def test_queries_at_once_leave_one_server(stored: Path, db_url: str) -> None:
+    home = stored
+    procs = [subprocess.Popen(command(home, db_url, "query", "--text", REPOST), stdout=subprocess.DEVNULL,
+                              env={**os.environ, "MMDEDUP_QUERY_SERVER_IDLE": "600"}) for _ in range(3)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    wait_for(lambda: listening(socket_path(home)))
+    time.sleep(3)  # (any other server that was started has had the time to give up)
+    servers = subprocess.run(["pgrep", "-f", "--", f"--home {home} .*serve --idle"], capture_output=True, text=True)
+    pids = servers.stdout.split()
+    assert len(pids) == 1, (pids, (home / LOG_NAME).read_text())
+    os.kill(int(pids[0]), signal.SIGTERM)
+    wait_for(lambda: not server_running(home), 60)
+    assert not socket_path(home).exists()

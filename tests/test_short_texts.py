@@ -7,6 +7,8 @@ n-grams instead (textsig.sign_tokens), which needs their texts wherever they are
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sqlalchemy import select
@@ -87,7 +89,7 @@ def stored(platform: Platform, kind: str = KIND) -> dict[int, bytes]:
     return {pk: (version, bytes(value)) for pk, version, value in rows}
 
 
-def test_ingest_resign_refresh_and_query_sign_alike(platform: Platform) -> None:
+def test_ingest_resign_refresh_and_query_sign_alike(platform: Platform, home: Path, db_url: str) -> None:
     texts = {"bj": BJ, "gz": GZ, "en": EN, "long": LONG, "mid": "Council approves budget for libraries and parks "
              "after a long and heated debate on Tuesday evening in the city hall",
              "title-only": "市教育局推行课后服务"}
@@ -119,6 +121,12 @@ def test_ingest_resign_refresh_and_query_sign_alike(platform: Platform) -> None:
         hit = text_query(platform, text)
         p = next(p for p, t in by_pk.items() if t == text)
         assert hit[p]["jaccard"] == 1.0 and hit[p]["wjaccard"] == 1.0
+    # A process of its own reads the frequencies of the query's terms alone, and finds
+    # and scores what the process holding the whole model does.
+    edited = LONG.replace("Tuesday", "Wednesday") + " and one more sentence of words nobody stored"
+    with Platform.open(home, db_url) as fresh:
+        assert text_query(fresh, edited) == text_query(platform, edited) != {}
+        assert fresh.signal("text")._signer is None
 
 
 def test_short_texts_use_character_ngrams_and_long_texts_word_3grams() -> None:

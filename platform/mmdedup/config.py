@@ -393,6 +393,12 @@ class Settings:
     canonical_time_keys: tuple[str, ...] = setting(
         ("published", "published_at", "publish_time", "pubdate", "date"), Words())
 
+    # `mmdedup query` on a store that no query server answers starts one in the background
+    # (cli/query_server.py), which answers the queries after it without starting Python
+    # and opening the store each time, and stops after this many seconds without a query
+    # (or when its store folder goes); 0: a query never starts one.
+    query_server_idle: float = setting(600.0, Number(float, lo=0))
+
     # Each signal's settings by name, filled in by `load_settings` for every registered
     # signal; a signal missing here (Settings() in a test) runs on its defaults.
     signals: Mapping[str, SignalSettings] = field(default_factory=dict)

@@ -12,9 +12,11 @@ The children may write Python's bytecode caches (PYTHONDONTWRITEBYTECODE is drop
 their environment), as an installed package has them: otherwise every run compiles the
 package's own modules again, which no user's query does.
 
-Then the same query with `mmdedup serve` running on the store (a process that keeps it
-open and answers `mmdedup query`, cli/query_server.py): the client's wall and CPU, and
-the CPU the server spent per query beside it.
+Those queries run with `query_server_idle` 0, so that none starts a server. Then the same
+query with `mmdedup serve` running on the store (a process that keeps it open and answers
+`mmdedup query`, cli/query_server.py): the client's wall and CPU, and the CPU the server
+spent per query beside it. Last, as a user's queries run by default: the first one in a
+process of its own, which then starts a server in the background, and the ones after it.
 
     python scripts/bench/query_cli.py --home DIR/store-1000000 [--runs 7]
 """
@@ -36,7 +38,8 @@ from store_growth import cpu_seconds  # noqa: E402
 from timing import child_seconds  # noqa: E402
 
 
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+DEFAULT_ENV = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "MMDEDUP_QUERY_SERVER_IDLE")}
+ENV = {**DEFAULT_ENV, "MMDEDUP_QUERY_SERVER_IDLE": "0"}
 
 
 def served(command: list[str], home: Path, runs: int) -> tuple[list[tuple[float, float]], float]:
@@ -60,6 +63,21 @@ def served(command: list[str], home: Path, runs: int) -> tuple[list[tuple[float,
         server.wait()
 
 
+def started(command: list[str], home: Path, runs: int) -> tuple[tuple[float, float], list[tuple[float, float]]]:
+    """The query's first run, which starts a server (the default), and the runs after it."""
+    path = home / "query.sock"
+    assert not path.exists(), f"{path}: a server already runs"
+    first = child_seconds(command, env=DEFAULT_ENV)
+    while not path.exists():
+        time.sleep(0.1)
+    try:
+        return first, [child_seconds(command, env=DEFAULT_ENV) for _ in range(runs)]
+    finally:
+        subprocess.run(["pkill", "-f", "--", f"--home {home.absolute()} serve --idle"])
+        while path.exists():
+            time.sleep(0.1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, required=True)
@@ -72,10 +90,13 @@ def main() -> None:
     bare = [child_seconds([sys.executable, "-c", "pass"], env=ENV) for _ in range(args.runs)]
     runs = [child_seconds(query, env=ENV) for _ in range(args.runs)]
     with_server, server_cpu = served(query, args.home, args.runs)
+    first, after = started(query, args.home, args.runs)
     print(f"| {args.runs} runs each | wall s, best / median | CPU s, best / median | ratio (median wall) |")
     print("|---|---|---|---|")
-    for label, got in (("`python -c pass`", bare), ("`mmdedup query --text`", runs),
-                       ("`mmdedup query --text`, `mmdedup serve` running", with_server)):
+    for label, got in (("`python -c pass`", bare), ("`mmdedup query --text`, in its own process", runs),
+                       ("`mmdedup query --text`, `mmdedup serve` running", with_server),
+                       ("`mmdedup query --text` by default: the first (starts a server)", [first]),
+                       ("`mmdedup query --text` by default: the ones after it", after)):
         walls, cpus = [w for w, _ in got], [c for _, c in got]
         print(f"| {label} | {min(walls):.3f} / {statistics.median(walls):.3f} | "
               f"{min(cpus):.3f} / {statistics.median(cpus):.3f} | "

@@ -9,7 +9,7 @@ import sys
 from ..api import DECISIONS, LockBusy, Platform
 from ..signals.registry import listed_names
 from .output import DataOut, fmt_signals, print_json, print_jsonl, print_matches, print_pairs_csv, print_table, say
-from .query_server import query_request, run_query, serve
+from .query_server import query_request, run_query, serve, start_server
 
 
 def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
@@ -104,6 +104,8 @@ def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
 
 def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
     print_matches(run_query(platform, query_request(args)), listed_names(), args.format)
+    sys.stdout.flush()
+    start_server(args.home, args.db, platform.settings.query_server_idle)
     return 0
 
 
@@ -114,7 +116,7 @@ def cmd_serve(platform: Platform, args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # (the socket is removed on the way out)
     try:
-        serve(platform, args.home, lambda exc: problem(exc, platform),
+        serve(platform, args.home, lambda exc: problem(exc, platform), idle=args.idle,
               ready=lambda path: say(f"answering `mmdedup query` on {path}; Ctrl-C stops", err=True))
     except KeyboardInterrupt:
         pass

@@ -12,6 +12,13 @@ made active), so its answer is the one a new process would give. Where no server
 (no socket, a socket nobody listens on, a server of another database or an older
 protocol), the query runs in its own process, as before.
 
+A query that ran in its own process then starts a server in the background (`start_server`,
+unless `query_server_idle` is 0), as a build tool's client starts its daemon: the first
+query pays for starting, the ones after it do not. That server stops after
+`query_server_idle` seconds without a query it answered, or when its socket is gone (the
+store folder deleted). One server a store folder: a server holds `query.lock` while it
+runs, so two queries that both start one leave one.
+
 One request a connection, a JSON object a line each way. The request holds the query's
 arguments (paths made absolute, times in ISO form) and the database the client means; the
 answer is {"matches": [...], "listed": [...]}, or {"error": "..."} (what the command says,
@@ -22,10 +29,13 @@ threads, and a query takes milliseconds.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
+import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -36,6 +46,10 @@ if TYPE_CHECKING:
     from ..api import Platform
 
 SOCKET_NAME = "query.sock"
+LOCK_NAME = "query.lock"  # held by the server that listens on the socket
+LOG_NAME = "query-server.log"  # what a server started by a query says (its stderr)
+POLL_SECONDS = 5.0  # how often a server without queries looks at its idle time and its socket
+MAX_SOCKET_PATH = 107  # bytes of a Unix socket's path (Linux; macOS allows 103)
 PROTOCOL = 1  # raised when a request or an answer changes shape
 MAX_REQUEST = 1 << 20  # bytes: a query names files by path, its text is the only bulk
 CLIENT_SECONDS = 300.0  # a query of a video decodes it: minutes at worst, then the client gives up
@@ -91,45 +105,105 @@ def run_query(platform: Platform, request: dict[str, Any]) -> list[dict[str, Any
 
 
 def serve(platform: Platform, home: str | None, problem: Callable[[BaseException], str | None],
-          ready: Callable[[Path], None] = lambda path: None) -> None:
+          idle: float = 0.0, ready: Callable[[Path], None] = lambda path: None) -> None:
     """Answer queries on the store's socket until the process is stopped (the socket goes
-    with it). `problem`: what the command would say of an exception (None: a defect,
-    which the server reports on stderr and answers as an error, and goes on)."""
+    with it), `idle` seconds pass without a query answered (0: never), or the socket is
+    no longer this server's. `problem`: what the command would say of an exception (None:
+    a defect, which the server reports on stderr and answers as an error, and goes on)."""
     from ..signals.registry import listed_names
 
     path = socket_path(home)
-    if _listening(path):
-        raise ValueError(f"a server already answers queries on {path}")
-    path.unlink(missing_ok=True)  # (left by a server that was killed)
-    listed = list(listed_names())
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        try:
-            listener.bind(str(path))
-        except OSError as exc:
-            raise OSError(exc.errno, f"cannot listen on {path}: {exc.strerror or exc}") from None
-        mine = path.stat().st_ino
-        try:
-            listener.listen(64)
-            ready(path)
-            while True:
-                conn, _ = listener.accept()
-                with conn:
-                    try:
-                        conn.settimeout(30)
-                        request = _read(conn)
-                        if request.get("protocol") != PROTOCOL or not platform.holds(request.get("db")):
-                            answer: dict[str, Any] = {"elsewhere": True}
-                        else:
-                            answer = _answer(platform, request, listed, problem)
-                        conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
-                    except (OSError, ValueError):
-                        pass  # (a client that left, or sent what is not a request)
-        finally:
+    lock = os.open(path.with_name(LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not _take(lock) or _listening(path):
+            raise ValueError(f"a server already answers queries on {path}")
+        path.unlink(missing_ok=True)  # (left by a server that was killed)
+        listed = list(listed_names())
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
             try:
-                if path.stat().st_ino == mine:  # (not a socket another server made since)
-                    path.unlink()
-            except OSError:
-                pass
+                listener.bind(str(path))
+            except OSError as exc:
+                raise OSError(exc.errno, f"cannot listen on {path}: {exc.strerror or exc}") from None
+            mine = path.stat().st_ino
+            try:
+                listener.listen(64)
+                listener.settimeout(POLL_SECONDS if not idle else min(POLL_SECONDS, idle))
+                ready(path)
+                last = time.monotonic()
+                while True:
+                    try:
+                        conn, _ = listener.accept()
+                    except TimeoutError:
+                        if not _is(path, mine) or (idle and time.monotonic() - last >= idle):
+                            return
+                        continue
+                    with conn:
+                        if _reply(conn, platform, listed, problem):
+                            last = time.monotonic()
+            finally:
+                if _is(path, mine):  # (not a socket another server made since)
+                    path.unlink(missing_ok=True)
+    finally:
+        os.close(lock)  # (the lock goes with it)
+
+
+def start_server(home: str | None, db: str | None, idle: float) -> None:
+    """Start a server of the store in the background, stopping after `idle` seconds
+    without a query, unless `idle` is 0, a server holds the store's lock (it runs, or is
+    starting), or none could listen (a folder this process may not write, a path too long
+    for a socket). It outlives this process, in a session of its own, and writes what it
+    has to say to `query-server.log` in the store folder."""
+    path = socket_path(home)
+    if idle <= 0 or len(os.fsencode(path.absolute())) > MAX_SOCKET_PATH or not os.access(path.parent, os.W_OK):
+        return
+    try:
+        lock = os.open(path.with_name(LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        return
+    try:
+        if not _take(lock):
+            return
+    finally:
+        os.close(lock)
+    command = [sys.executable, "-m", "mmdedup", "--home", str(path.parent.absolute()),
+               *(["--db", db] if db else []), "serve", "--idle", repr(float(idle))]
+    try:
+        with open(path.with_name(LOG_NAME), "ab") as log:
+            subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                             start_new_session=True, close_fds=True)
+    except OSError:
+        pass  # (the query was answered; the next one runs in its own process again)
+
+
+def _reply(conn: socket.socket, platform: Platform, listed: list[str],
+           problem: Callable[[BaseException], str | None]) -> bool:
+    """Answer one connection; True if it was a query of this store."""
+    try:
+        conn.settimeout(30)
+        request = _read(conn)
+        ours = request.get("protocol") == PROTOCOL and platform.holds(request.get("db"))
+        answer = _answer(platform, request, listed, problem) if ours else {"elsewhere": True}
+        conn.sendall(json.dumps(answer, ensure_ascii=False).encode() + b"\n")
+        return ours
+    except (OSError, ValueError):
+        return False  # (a client that left, or sent what is not a request)
+
+
+def _take(fd: int) -> bool:
+    """Take the store's server lock without waiting; False if another process holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _is(path: Path, inode: int) -> bool:
+    """Whether the socket at `path` is still the one this server made."""
+    try:
+        return path.stat().st_ino == inode
+    except OSError:
+        return False
 
 
 def _answer(platform: Platform, request: dict[str, Any], listed: list[str],

@@ -85,12 +85,14 @@ class TextSettings(SignalSettings):
                         "text_lsh_perms": "lsh_perms", "text_simhash_radius": "simhash_radius"}
 
 
-def load_tfidf(session: Session) -> TfidfModel:
-    """The active TF-IDF model (jieba's prior until one was frozen)."""
+def load_tfidf(session: Session, terms: np.ndarray | None = None) -> TfidfModel:
+    """The active TF-IDF model (jieba's prior until one was frozen); with `terms`, just
+    the frequencies of those term hashes, which weigh them as the whole model does: what
+    signing a query needs, where the whole table grows with the store's vocabulary."""
     row = models.active_row(session, "tfidf")
     if row is None or row.version == PRIOR_VERSION:
         return prior_model()
-    keys, df = models.doc_freqs(session, row.pk)
+    keys, df = models.doc_freqs(session, row.pk, terms)
     model = TfidfModel.from_counts(keys, df, int(row.params["n_docs"]))
     return TfidfModel(row.version, model.n_docs, model.keys, model.idf, model.default)
 
@@ -590,12 +592,18 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     # --- queries -------------------------------------------------------------------------
 
     def query(self, probe: LoadedItem) -> dict[int, tuple[float, dict[str, float]]]:
-        """Stored texts the index proposes for the probe's, scored as pairs are."""
+        """Stored texts the index proposes for the probe's, scored as pairs are. A process
+        that has not loaded the signer (a query of its own) signs with the frequencies of
+        the probe's terms alone (`load_tfidf`)."""
         text = probe.signal_text
         if not text.strip():
             return {}
         tokens = tokenize_texts([text])
-        sk = self.signer.sign_tokens(tokens, [text])
+        signer = self._signer
+        if signer is None:
+            with self.sessions() as session:
+                signer = TextSigner(load_tfidf(session, tokens.hashes), load_word_weights(session))
+        sk = signer.sign_tokens(tokens, [text])
         out: dict[int, tuple[float, dict[str, float]]] = {}
         with self.sessions() as session:
             _, pks = self.search(self.index(session), sk)
@@ -604,7 +612,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             if len(found):
                 raw, details = self.similarity(sk.take(np.zeros(len(found), np.intp)),
                                                stored.take(np.fromiter(pos.values(), np.intp, len(pos))))
-                decisive = Decisive(self.signer.words)
+                decisive = Decisive(signer.words)
                 if decisive:
                     theirs = self._stored_words(session, decisive, found)
                     share = decisive.shares([decisive.words_in(tokens.doc(0))] * len(found),

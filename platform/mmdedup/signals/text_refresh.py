@@ -45,7 +45,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from functools import cached_property, partial
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -104,12 +105,17 @@ def refresh_rate(growth: float) -> float:
 
 @dataclass
 class Pending:
-    """This process's view of a refresh in its sign phase: the pending signer and index."""
+    """This process's view of a refresh in its sign phase: the pending signer and index.
+    The signer is read when first used: a process that only queries never signs under it."""
 
     tfidf: str  # the pending TF-IDF version
-    signer: TextSigner
+    load: Callable[[], TextSigner]
     index: Any = None
     seq: int = 0  # the last write the pending index has caught up with
+
+    @cached_property
+    def signer(self) -> TextSigner:
+        return self.load()
 
 
 class Refresher:
@@ -137,9 +143,12 @@ class Refresher:
             self.pending = None
             return
         if self.pending is None or self.pending.tfidf != row.version:
-            keys, df = models.doc_freqs(session, row.pk)
-            model = TfidfModel.from_counts(keys, df, int(row.params["n_docs"]))
-            self.pending = Pending(row.version, TextSigner(model, self.signal.signer.words))
+            self.pending = Pending(row.version, partial(self._signer, row.pk, int(row.params["n_docs"])))
+
+    def _signer(self, model_pk: int, n_docs: int) -> TextSigner:
+        with self.signal.sessions() as session:
+            keys, df = models.doc_freqs(session, model_pk)
+        return TextSigner(TfidfModel.from_counts(keys, df, n_docs), self.signal.signer.words)
 
     def pending_index(self, session: Session) -> Any:
         """The pending index, caught up with every pending signature in the store."""
@@ -254,7 +263,8 @@ class Refresher:
         row.params = {"n_docs": n_docs, "terms": int(len(keys)), "phase": "sign", "cursor": 0,
                       "through": last_text_pk(session), "base": params["base"], "words": params["words"]}
         session.flush()
-        self.pending = Pending(model.version, TextSigner(model, self.signal.signer.words))
+        signer = TextSigner(model, self.signal.signer.words)
+        self.pending = Pending(model.version, lambda: signer)
         return True
 
     def change(self, session: Session, model: TfidfModel, through: int) -> np.ndarray:

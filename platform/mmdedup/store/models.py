@@ -13,6 +13,8 @@ from sqlalchemy.orm import Session
 from .db import insert_rows
 from .schema import DocFreq, ModelVersion, WordWeight
 
+_TERMS_A_QUERY = 5000  # bound parameters a statement (SQLite allows 32,766)
+
 
 def active_row(session: Session, kind: str) -> ModelVersion | None:
     return session.scalar(select(ModelVersion).where(ModelVersion.kind == kind,
@@ -40,9 +42,16 @@ def versions_before(session: Session, kind: str, pk: int) -> list[ModelVersion]:
         ModelVersion.kind == kind, ModelVersion.pk < pk).order_by(ModelVersion.pk.desc())))
 
 
-def doc_freqs(session: Session, model_pk: int) -> tuple[np.ndarray, np.ndarray]:
-    """(term hashes uint64, document frequencies) of a TF-IDF version."""
-    rows = session.execute(select(DocFreq.term_hash, DocFreq.df).where(DocFreq.model_pk == model_pk)).all()
+def doc_freqs(session: Session, model_pk: int, terms: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(term hashes uint64, document frequencies) of a TF-IDF version: all of them, or
+    those of `terms` (uint64 hashes) that it holds."""
+    query = select(DocFreq.term_hash, DocFreq.df).where(DocFreq.model_pk == model_pk)
+    if terms is None:
+        rows = session.execute(query).all()
+    else:
+        wanted = np.unique(np.asarray(terms, np.uint64)).view(np.int64).tolist()
+        rows = [r for i in range(0, len(wanted), _TERMS_A_QUERY)
+                for r in session.execute(query.where(DocFreq.term_hash.in_(wanted[i:i + _TERMS_A_QUERY])))]
     keys = np.fromiter((r[0] for r in rows), np.int64, len(rows)).view(np.uint64)
     return keys, np.fromiter((r[1] for r in rows), np.int64, len(rows))
 
