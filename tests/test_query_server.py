@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 
@@ -148,8 +148,22 @@ def wait_for(condition: Callable[[], bool], seconds: float = 120) -> None:
         time.sleep(0.1)
 
 
-def test_a_query_starts_a_server_for_the_next_ones_which_stops_when_idle(stored: Path, db_url: str) -> None:
-    home = stored
+@pytest.fixture
+def started(stored: Path) -> Iterator[Path]:
+    """The store, and no server that its queries start left running after the test."""
+    yield stored
+    for pid in servers(stored):
+        os.kill(pid, signal.SIGTERM)
+
+
+def servers(home: Path) -> list[int]:
+    """The servers queries started on the store in `home`."""
+    found = subprocess.run(["pgrep", "-f", "--", f"--home {home} .*serve --idle"], capture_output=True, text=True)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+def test_a_query_starts_a_server_for_the_next_ones_which_stops_when_idle(started: Path, db_url: str) -> None:
+    home = started
     rc, out, _, loaded = client(home, db_url, "query", "--text", REPOST, "--format", "json", idle=4)
     assert rc == 0 and loaded
     wait_for(lambda: listening(socket_path(home)))
@@ -167,16 +181,15 @@ def test_a_query_starts_a_server_for_the_next_ones_which_stops_when_idle(stored:
     wait_for(lambda: not server_running(home), 60)
 
 
-def test_queries_at_once_leave_one_server(stored: Path, db_url: str) -> None:
-    home = stored
+def test_queries_at_once_leave_one_server(started: Path, db_url: str) -> None:
+    home = started
     procs = [subprocess.Popen(command(home, db_url, "query", "--text", REPOST), stdout=subprocess.DEVNULL,
                               env={**os.environ, "MMDEDUP_QUERY_SERVER_IDLE": "600"}) for _ in range(3)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
     wait_for(lambda: listening(socket_path(home)))
-    time.sleep(3)  # (any other server that was started has had the time to give up)
-    servers = subprocess.run(["pgrep", "-f", "--", f"--home {home} .*serve --idle"], capture_output=True, text=True)
-    pids = servers.stdout.split()
-    assert len(pids) == 1, (pids, (home / LOG_NAME).read_text())
-    os.kill(int(pids[0]), signal.SIGTERM)
+    # Any other server started meanwhile gives up once it has loaded.
+    wait_for(lambda: len(servers(home)) == 1, 60)
+    (pid,) = servers(home)
+    os.kill(pid, signal.SIGTERM)
     wait_for(lambda: not server_running(home), 60)
     assert not socket_path(home).exists()
