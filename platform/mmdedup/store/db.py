@@ -37,6 +37,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from .errors import NoStore, StoreError, explain, shown_url
 from .schema import Digest, ModelVersion
+from .wal import WalCheckpointer
 
 DB_FILENAME = "mmdedup.db"
 
@@ -79,24 +80,28 @@ def _engine(url: str, path: str, read_only: bool) -> Engine:
                 uri, uri=True, timeout=60, check_same_thread=False))
         else:
             engine = create_engine(url, connect_args={"timeout": 60})
+            checkpointer = WalCheckpointer(path)
+            event.listen(engine, "commit", lambda _conn: checkpointer.committed())
+            event.listen(engine, "engine_disposed", lambda _engine: checkpointer.stop())
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001
             # WAL lets readers (a report, a second CLI) run while an ingest writes;
             # foreign keys are off by default in SQLite and the schema relies on them.
             # 16 KiB pages (set before the first table; a no-op on an existing store)
-            # hold a text's row and its token signature without overflow pages, and a
-            # checkpoint every 4,000 pages rather than 1,000 writes the WAL back in fewer,
-            # longer runs: together they took the database's share of ingesting a
-            # 400-word text from about 230 to 140 us. A checkpoint leaves the WAL file
-            # at the size it reached (a large chunk's); it is cut back to 64 MiB, so a
+            # hold a text's row and its token signature without overflow pages: that
+            # and checkpoints of thousands of pages rather than 1,000 took the
+            # database's share of ingesting a 400-word text from about 230 to 140 us.
+            # A writer's commits leave the checkpoints to a thread of its engine
+            # (wal.py), so no commit waits for one. A checkpoint leaves the WAL file at
+            # the size it reached (a large chunk's); it is cut back to 64 MiB, so a
             # store's files are its data, not the largest write it ever took.
             cur = dbapi_conn.cursor()
             if not read_only:  # (a reader leaves the file as it is)
                 cur.execute("PRAGMA page_size=16384")
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA journal_size_limit=67108864")
-            cur.execute("PRAGMA wal_autocheckpoint=4000")
+                cur.execute("PRAGMA wal_autocheckpoint=0")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()

@@ -1,0 +1,72 @@
+"""A SQLite store's log is copied back into the database file by its engine's thread, not
+by the commits (store/wal.py): what a writer commits reaches the main file without a
+commit waiting for it, and the thread goes with the engine."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from sqlalchemy import text
+
+from mmdedup.store.db import make_engine
+from mmdedup.store.wal import WalCheckpointer
+
+
+def rows_in_main_file(db: Path, tmp_path: Path) -> int:
+    """Rows of table t that the database file holds by itself (its log left behind)."""
+    copy = tmp_path / "alone.db"
+    shutil.copyfile(db, copy)
+    with sqlite3.connect(copy) as conn:
+        try:
+            return conn.execute("SELECT count(*) FROM t").fetchone()[0]
+        except sqlite3.OperationalError:  # (no table t yet)
+            return -1
+
+
+def wait_for(condition, seconds: float = 30) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def checkpoint_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "mmdedup-wal-checkpoint"]
+
+
+def test_commits_reach_the_database_file_through_the_thread(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("CREATE TABLE t (x INTEGER)"))
+        with engine.connect() as conn:  # no commit checkpoints: what is committed stays in the log
+            assert conn.execute(text("PRAGMA wal_autocheckpoint")).scalar() == 0
+        wait_for(lambda: rows_in_main_file(db, tmp_path) == 0)  # (the table, checkpointed)
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO t VALUES (:x)"), [{"x": i} for i in range(5000)])
+        assert rows_in_main_file(db, tmp_path) == 0  # (just committed: in the log only)
+        wait_for(lambda: rows_in_main_file(db, tmp_path) == 5000)
+        assert len(checkpoint_threads()) == 1
+    finally:
+        engine.dispose()
+    assert checkpoint_threads() == []
+
+
+def test_the_thread_outlives_a_busy_or_vanished_database(tmp_path: Path) -> None:
+    db = tmp_path / "gone.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+    checkpointer = WalCheckpointer(str(db), every=0.05)
+    checkpointer.committed()
+    wait_for(lambda: checkpointer.checkpoints >= 1)
+    db.unlink()
+    checkpointer.committed()
+    time.sleep(0.3)
+    assert not db.exists()  # (not made anew by the thread)
+    checkpointer.stop()
+    assert checkpoint_threads() == []
