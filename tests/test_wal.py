@@ -70,3 +70,20 @@ def test_the_thread_outlives_a_busy_or_vanished_database(tmp_path: Path) -> None
     assert not db.exists()  # (not made anew by the thread)
     checkpointer.stop()
     assert checkpoint_threads() == []
+
+
+def test_a_short_writer_leaves_its_commits_in_the_database_file(tmp_path: Path) -> None:
+    """Though another connection holds the store open (a query server), so that the
+    writer's closing is not the last and SQLite would not checkpoint on it."""
+    db = tmp_path / "store.db"
+    engine = make_engine(f"sqlite:///{db}")
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE t (x INTEGER)"))
+    engine.dispose()
+    with sqlite3.connect(db) as reader:  # (held open meanwhile)
+        reader.execute("SELECT count(*) FROM t").fetchone()
+        engine = make_engine(f"sqlite:///{db}")
+        with engine.begin() as conn:
+            conn.execute(text("INSERT INTO t VALUES (:x)"), [{"x": i} for i in range(100)])
+        engine.dispose()  # (at once: no periodic checkpoint came first)
+        assert rows_in_main_file(db, tmp_path) == 100

@@ -43,8 +43,9 @@ class WalCheckpointer:
                     self._thread.start()
 
     def stop(self) -> None:
-        """End the thread (its last checkpoint done); the engine's last connection to
-        close then checkpoints what is left and removes the log, as SQLite does."""
+        """End the thread, after a last checkpoint of what was committed since its last
+        one (a short command, or a store another process holds open, whose last
+        connection to close would not checkpoint it)."""
         self._stopped.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
@@ -53,7 +54,8 @@ class WalCheckpointer:
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
         try:
-            while not self._stopped.wait(self.every):
+            while True:
+                last = self._stopped.wait(self.every)
                 if self._written:
                     self._written = False
                     try:  # (mode=rw: a database deleted meanwhile is not made anew)
@@ -63,6 +65,8 @@ class WalCheckpointer:
                         self.checkpoints += 1
                     except sqlite3.Error:
                         self._written = True  # (busy, or gone a moment: again next time)
+                if last:
+                    return
         finally:
             if conn is not None:
                 conn.close()
