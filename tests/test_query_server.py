@@ -190,6 +190,8 @@ def test_queries_at_once_leave_one_server(started: Path, db_url: str) -> None:
     # Any other server started meanwhile gives up once it has loaded.
     wait_for(lambda: len(servers(home)) == 1, 60)
     (pid,) = servers(home)
+    # It was told its database in its environment, not on a command line all users see.
+    assert db_url not in Path(f"/proc/{pid}/cmdline").read_bytes().decode()
     os.kill(pid, signal.SIGTERM)
     wait_for(lambda: not server_running(home), 60)
     assert not socket_path(home).exists()

@@ -165,12 +165,15 @@ def start_server(home: str | None, db: str | None, idle: float) -> None:
             return
     finally:
         os.close(lock)
-    command = [sys.executable, "-m", "mmdedup", "--home", str(path.parent.absolute()),
-               *(["--db", db] if db else []), "serve", "--idle", repr(float(idle))]
+    command = [sys.executable, "-m", "mmdedup", "--home", str(path.parent.absolute()), "serve",
+               "--idle", repr(float(idle))]
+    # The database goes in the environment, not the command line that `ps` shows to every
+    # user of the machine for as long as the server runs (a URL may hold a password).
+    env = {**os.environ, "MMDEDUP_DATABASE_URL": db} if db else None
     try:
         with open(path.with_name(LOG_NAME), "ab") as log:
             subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                             start_new_session=True, close_fds=True)
+                             env=env, start_new_session=True, close_fds=True)
     except OSError:
         pass  # (the query was answered; the next one runs in its own process again)
 
