@@ -196,7 +196,9 @@ def retrain_until_killed(home: Path, url: str, after: float | None) -> tuple[flo
     `after` seconds later (None: let it finish). Returns the seconds it worked and
     whether the kill landed before it finished."""
     engine = create_engine(url)
-    proc = mmdedup(home, url, "retrain", env=RETRAIN_ENV)
+    # (--wait: the look below takes the lock for a moment, which a retrain that does not
+    # wait would meet as another retrain's)
+    proc = mmdedup(home, url, "retrain", "--wait", "30", env=RETRAIN_ENV)
     try:
         while proc.poll() is None:
             try:

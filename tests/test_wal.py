@@ -4,6 +4,7 @@ commit waiting for it, and the thread goes with the engine."""
 
 from __future__ import annotations
 
+import gc
 import shutil
 import sqlite3
 import threading
@@ -54,6 +55,13 @@ def test_commits_reach_the_database_file_through_the_thread(tmp_path: Path) -> N
         assert len(checkpoint_threads()) == 1
     finally:
         engine.dispose()
+    assert checkpoint_threads() == []
+    # A disposed engine used again checkpoints again.
+    with engine.begin() as conn:
+        conn.execute(text("INSERT INTO t VALUES (1)"))
+    wait_for(lambda: rows_in_main_file(db, tmp_path) == 5001)
+    del engine, conn
+    gc.collect()  # (an engine dropped without being disposed takes its thread with it)
     assert checkpoint_threads() == []
 
 

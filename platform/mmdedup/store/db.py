@@ -9,6 +9,7 @@ an empty store behind, and a read-only store must still answer): it is checked i
 from __future__ import annotations
 
 import sqlite3
+import weakref
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -83,6 +84,7 @@ def _engine(url: str, path: str, read_only: bool) -> Engine:
             checkpointer = WalCheckpointer(path)
             event.listen(engine, "commit", lambda _conn: checkpointer.committed())
             event.listen(engine, "engine_disposed", lambda _engine: checkpointer.stop())
+            weakref.finalize(engine, checkpointer.stop)  # (an engine dropped undisposed)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001

@@ -33,11 +33,13 @@ class WalCheckpointer:
         self._start = threading.Lock()
 
     def committed(self) -> None:
-        """A commit added to the log: a checkpoint is due (the thread starts with the first)."""
+        """A commit added to the log: a checkpoint is due (the thread starts with the first,
+        and again with the first after a `stop`: a disposed engine can be used again)."""
         self._written = True
         if self._thread is None:
             with self._start:
-                if self._thread is None and not self._stopped.is_set():
+                if self._thread is None:
+                    self._stopped.clear()
                     self._thread = threading.Thread(target=self._run, name="mmdedup-wal-checkpoint",
                                                     daemon=True)
                     self._thread.start()
@@ -46,10 +48,11 @@ class WalCheckpointer:
         """End the thread, after a last checkpoint of what was committed since its last
         one (a short command, or a store another process holds open, whose last
         connection to close would not checkpoint it)."""
-        self._stopped.set()
-        thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        with self._start:
+            thread, self._thread = self._thread, None
+            self._stopped.set()
+            if thread is not None and thread is not threading.current_thread():
+                thread.join()
 
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
