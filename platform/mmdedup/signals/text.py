@@ -526,13 +526,17 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     def refresh(self) -> None:
         """A whole TF-IDF refresh now (the one under way, or a new one): steps of `_SCAN`
         texts, each its own transaction, until the new version is active and tidied. If
-        another process refreshed first, this one follows its model instead."""
+        another process changed the models meanwhile (a process stepping along this
+        refresh made its version active), this one follows them and finishes what is
+        still under way (the tidy), starting nothing: left to the next chunks' steps, an
+        ingest that ends first would leave texts on the old version."""
         start = True
         while True:
             with self.sessions.begin() as session:
                 take_write_lock(session)
                 if not self._follow_refresh(session):
-                    return
+                    start = False
+                    continue
                 if not self.refresher.step(session, _SCAN, start=start):
                     return
             start = False
