@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import time
 from pathlib import Path
+from typing import Callable
 
 import av
 import numpy as np
@@ -140,3 +142,11 @@ def sign_as(session, kind: str, version: str) -> None:  # noqa: ANN001
 
     vid = version_id(session, kind, version, create=True)
     session.execute(update(Signature).where(Signature.kind == kind).values(version_id=vid))
+
+
+def wait_for(condition: Callable[[], bool], seconds: float = 120) -> None:
+    """Poll `condition` until it holds; fail after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {condition}"
+        time.sleep(0.05)

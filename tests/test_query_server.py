@@ -12,12 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pytest
 
 from mmdedup import Platform
 from mmdedup.cli.query_server import LOCK_NAME, LOG_NAME, ask, socket_path
+
+from helpers import wait_for
 
 TEXTS = {
     "budget": "The city council approved the library budget on Tuesday after a long debate about "
@@ -139,13 +141,6 @@ def server_running(home: Path) -> bool:
         return True
     finally:
         os.close(fd)
-
-
-def wait_for(condition: Callable[[], bool], seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"still waiting for {condition}"
-        time.sleep(0.1)
 
 
 @pytest.fixture

@@ -16,6 +16,8 @@ from sqlalchemy import text
 from mmdedup.store.db import make_engine
 from mmdedup.store.wal import WalCheckpointer
 
+from helpers import wait_for
+
 
 def rows_in_main_file(db: Path, tmp_path: Path) -> int:
     """Rows of table t that the database file holds by itself (its log left behind)."""
@@ -26,13 +28,6 @@ def rows_in_main_file(db: Path, tmp_path: Path) -> int:
             return conn.execute("SELECT count(*) FROM t").fetchone()[0]
         except sqlite3.OperationalError:  # (no table t yet)
             return -1
-
-
-def wait_for(condition, seconds: float = 30) -> None:  # noqa: ANN001
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
 
 
 def checkpoint_threads() -> list[threading.Thread]:
@@ -47,11 +42,11 @@ def test_commits_reach_the_database_file_through_the_thread(tmp_path: Path) -> N
             conn.execute(text("CREATE TABLE t (x INTEGER)"))
         with engine.connect() as conn:  # no commit checkpoints: what is committed stays in the log
             assert conn.execute(text("PRAGMA wal_autocheckpoint")).scalar() == 0
-        wait_for(lambda: rows_in_main_file(db, tmp_path) == 0)  # (the table, checkpointed)
+        wait_for(lambda: rows_in_main_file(db, tmp_path) == 0, 30)  # (the table, checkpointed)
         with engine.begin() as conn:
             conn.execute(text("INSERT INTO t VALUES (:x)"), [{"x": i} for i in range(5000)])
         assert rows_in_main_file(db, tmp_path) == 0  # (just committed: in the log only)
-        wait_for(lambda: rows_in_main_file(db, tmp_path) == 5000)
+        wait_for(lambda: rows_in_main_file(db, tmp_path) == 5000, 30)
         assert len(checkpoint_threads()) == 1
     finally:
         engine.dispose()
@@ -59,7 +54,7 @@ def test_commits_reach_the_database_file_through_the_thread(tmp_path: Path) -> N
     # A disposed engine used again checkpoints again.
     with engine.begin() as conn:
         conn.execute(text("INSERT INTO t VALUES (1)"))
-    wait_for(lambda: rows_in_main_file(db, tmp_path) == 5001)
+    wait_for(lambda: rows_in_main_file(db, tmp_path) == 5001, 30)
     del engine, conn
     gc.collect()  # (an engine dropped without being disposed takes its thread with it)
     assert checkpoint_threads() == []
@@ -71,7 +66,7 @@ def test_the_thread_outlives_a_busy_or_vanished_database(tmp_path: Path) -> None
         conn.execute("PRAGMA journal_mode=WAL")
     checkpointer = WalCheckpointer(str(db), every=0.05)
     checkpointer.committed()
-    wait_for(lambda: checkpointer.checkpoints >= 1)
+    wait_for(lambda: checkpointer.checkpoints >= 1, 30)
     db.unlink()
     checkpointer.committed()
     time.sleep(0.3)

@@ -113,7 +113,7 @@ def serve(platform: Platform, home: str | None, problem: Callable[[BaseException
     from ..signals.registry import listed_names
 
     path = socket_path(home)
-    lock = os.open(path.with_name(LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+    lock = _lock_file(path)
     try:
         if not _take(lock) or _listening(path):
             raise ValueError(f"a server already answers queries on {path}")
@@ -157,7 +157,7 @@ def start_server(home: str | None, db: str | None, idle: float) -> None:
     if idle <= 0 or len(os.fsencode(path.absolute())) > MAX_SOCKET_PATH or not os.access(path.parent, os.W_OK):
         return
     try:
-        lock = os.open(path.with_name(LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
+        lock = _lock_file(path)
     except OSError:
         return
     try:
@@ -190,6 +190,11 @@ def _reply(conn: socket.socket, platform: Platform, listed: list[str],
         return ours
     except (OSError, ValueError):
         return False  # (a client that left, or sent what is not a request)
+
+
+def _lock_file(path: Path) -> int:
+    """The open lock file beside the socket at `path` (made if missing)."""
+    return os.open(path.with_name(LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o644)
 
 
 def _take(fd: int) -> bool:

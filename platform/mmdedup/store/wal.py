@@ -5,10 +5,11 @@ By default SQLite checkpoints in the connection that commits, once the log passe
 database file and the file is synced. In an ingest that is 64 MiB every few chunks, and
 on a disk shared with other work the copy and the sync are the longest pauses of the run
 (a commit that waits seconds where the chunk itself took half of one). A writing engine's
-connections turn that off, and this thread checkpoints instead, once a second while
-commits arrive: PASSIVE, so it never waits for a writer or a reader, nor makes them wait;
-the sqlite3 module lets go of the GIL for the copy and the sync, so the ingest goes on
-meanwhile. Its work is the same; only who waits for it changes.
+connections turn that off, and this thread checkpoints instead, every `EVERY_SECONDS`
+while commits arrive (more often writes pages back more often: more bytes), PASSIVE, so
+it never waits for a writer or a reader, nor makes them wait; the sqlite3 module lets go
+of the GIL for the copy and the sync, so the ingest goes on meanwhile. Its work is the
+same; only who waits for it changes.
 """
 
 from __future__ import annotations
