@@ -44,6 +44,33 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
+def new_store(db_url: str, tmp_path: Path) -> Iterator[Callable[[str], tuple[Path, str]]]:
+    """Makes further empty stores beside the test's own: (home, database URL), each with
+    its own SQLite file or PostgreSQL schema."""
+    schemas: list[str] = []
+
+    def make(name: str) -> tuple[Path, str]:
+        home = tmp_path / f"home-{name}"
+        home.mkdir()
+        if db_url.startswith("sqlite"):
+            return home, f"sqlite:///{home / 'store.db'}"
+        schema = f"{make_url(db_url).query['options'].split('=')[1]}_{name}"
+        with create_engine(PG_URL).begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        schemas.append(schema)
+        url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
+        return home, url.render_as_string(hide_password=False)
+
+    yield make
+    if schemas:
+        engine = create_engine(PG_URL)
+        with engine.begin() as conn:
+            for schema in schemas:
+                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        engine.dispose()
+
+
+@pytest.fixture
 def home(tmp_path: Path) -> Path:
     path = tmp_path / "home"
     path.mkdir()

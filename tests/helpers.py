@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -150,3 +153,23 @@ def wait_for(condition: Callable[[], bool], seconds: float = 120) -> None:
     while not condition():
         assert time.monotonic() < deadline, f"still waiting for {condition}"
         time.sleep(0.05)
+
+
+def mmdedup(home: Path, url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "mmdedup", "--home", str(home), "--db", url, *args]
+    return subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 600) -> str:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    return out + err
+
+
+def pairs_by_ids(home: Path, url: str) -> dict[tuple[str, str], tuple]:
+    """Every pair, keyed by its two ids in order (pks differ between orders of work)."""
+    with Platform.open(home, url) as p:
+        return {tuple(sorted((x.a, x.b))): (round(x.score, 6), x.tier, x.kind,
+                                            tuple(sorted(x.signals.items())))
+                for x in p.pairs("weak")}

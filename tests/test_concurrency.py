@@ -5,16 +5,14 @@ one, with no lock left behind."""
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, make_url, select, text
+from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from mmdedup import Platform
@@ -22,7 +20,8 @@ from mmdedup.store.locks import LockBusy, job_lock, take_write_lock
 from mmdedup.store.schema import IngestRun, ModelVersion
 from mmdedup.store.signatures import versions_stored
 
-from conftest import PG_URL, write_manifest
+from conftest import write_manifest
+from helpers import finish, mmdedup, pairs_by_ids
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
 from concurrent_ingest import corpus  # noqa: E402  (the corpus the benchmark runs at scale)
@@ -31,53 +30,6 @@ from concurrent_ingest import corpus  # noqa: E402  (the corpus the benchmark ru
 # store holds at that moment would differ between orders of work, legitimately; the
 # refresh race has a test of its own below.
 FIXED_TFIDF = {"MMDEDUP_TFIDF_MIN_DOCS": "1000000"}
-
-
-@pytest.fixture
-def new_store(db_url: str, tmp_path: Path) -> Iterator[Callable[[str], tuple[Path, str]]]:
-    """Makes further empty stores beside the test's own: (home, database URL), each with
-    its own SQLite file or PostgreSQL schema."""
-    schemas: list[str] = []
-
-    def make(name: str) -> tuple[Path, str]:
-        home = tmp_path / f"home-{name}"
-        home.mkdir()
-        if db_url.startswith("sqlite"):
-            return home, f"sqlite:///{home / 'store.db'}"
-        schema = f"{make_url(db_url).query['options'].split('=')[1]}_{name}"
-        with create_engine(PG_URL).begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-        schemas.append(schema)
-        url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-        return home, url.render_as_string(hide_password=False)
-
-    yield make
-    if schemas:
-        engine = create_engine(PG_URL)
-        with engine.begin() as conn:
-            for schema in schemas:
-                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
-
-
-def mmdedup(home: Path, url: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "mmdedup", "--home", str(home), "--db", url, *args]
-    return subprocess.Popen(cmd, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
-def finish(proc: subprocess.Popen, timeout: float = 600) -> str:
-    out, err = proc.communicate(timeout=timeout)
-    assert proc.returncode == 0, err
-    return out + err
-
-
-def pairs_by_ids(home: Path, url: str) -> dict[tuple[str, str], tuple]:
-    """Every pair, keyed by its two ids in order (pks differ between orders of work)."""
-    with Platform.open(home, url) as p:
-        return {tuple(sorted((x.a, x.b))): (round(x.score, 6), x.tier, x.kind,
-                                            tuple(sorted(x.signals.items())))
-                for x in p.pairs("weak")}
 
 
 def state(home: Path, url: str) -> dict[str, Any]:

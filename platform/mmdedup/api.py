@@ -27,7 +27,8 @@ from .input.sources import (
     read_manifest,
 )
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
-from .pipeline.ingest import IngestReport, run_ingest
+from .pipeline.ingest import Engine, IngestReport, local_engine, run_ingest
+from .pipeline.ray_engine import EngineUnavailable, entry_blocks, folder_blocks, manifest_blocks, ray_engine
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 from .report.write import write_pair_report, write_report
 from .results import Cluster, Match, Pair, UnknownItem
@@ -125,6 +126,8 @@ class Platform:
         workers: int = 1,
         source_name: str = "api",
         id_prefix: str = "",
+        engine: str = "local",
+        ray_address: str | None = None,
     ) -> IngestReport:
         """Ingest a manifest (.jsonl), a folder (one item per file), one file (an item, as
         its folder would ingest it) or Python items.
@@ -132,31 +135,53 @@ class Platform:
         For Python items, relative paths are resolved against `root` (and may not leave it)
         or, without one, against the working directory. `workers`: processes in all; with
         more than one, workers - 1 extract (read files, decode media, tokenise) chunks
-        ahead while this one writes.
+        ahead while this one writes. `engine="ray"`: the source is read and extracted in
+        blocks on a Ray cluster instead (`ray_address`: "auto", HOST:PORT, or None for
+        Ray's own choice: $RAY_ADDRESS, else a cluster of this machine started for the
+        run); needs the `ray` extra, and every worker must reach the files and the store.
         `source_name` names Python items' source in runs and failures (a rerun of the same
         source resolves its earlier failures). `id_prefix` is put before every item id.
         A folder's ids are the paths inside it: a folder whose ids name items ingested from
         another source is refused (ValueError) rather than replacing them; an `id_prefix`
         keeps both.
         """
+        if engine not in ("local", "ray"):
+            raise ValueError(f"engine is \"local\" or \"ray\", not {engine!r}")
+        if engine == "ray" and workers > 1:
+            raise ValueError("workers is for the local engine: the ray engine uses the cluster's cores")
         if isinstance(source, (str, Path)):
             path = Path(source)
             if path.is_dir() or (path.is_file() and path.suffix.lower() != ".jsonl"):
                 folder, files = (path, folder_files(path)) if path.is_dir() else (path.parent, [path])
                 name = str(folder.resolve())
                 self._refuse_taken(folder, folder_ids(folder, files, id_prefix), name)
-                entries = read_folder(folder, files, self.settings, id_prefix)
-                return self._run(entries, name, folder, len(files), progress, workers)
+                if engine == "ray":
+                    run = ray_engine(folder_blocks(folder, files, self.settings), folder,
+                                     self.settings, id_prefix, self.url, ray_address)
+                else:
+                    run = local_engine(read_folder(folder, files, self.settings, id_prefix),
+                                       folder, self.settings, workers)
+                return self._run(run, name, len(files), progress)
             if not path.is_file():
                 raise FileNotFoundError(f"no manifest or folder at {path}")
-            # (the lines are counted for the progress bar's total only: a read of the whole
-            # manifest, seconds for a few gigabytes, before the first item)
-            total = count_manifest_lines(path, self.settings) if progress else None
-            return self._run(read_manifest(path, self.settings, id_prefix), str(path.resolve()),
-                             path.parent, total, progress, workers)
+            if engine == "ray":
+                blocks = manifest_blocks(path, self.settings)
+                run = ray_engine(blocks, path.parent, self.settings, id_prefix, self.url, ray_address)
+                total = sum(block.records for block in blocks)
+            else:
+                # (the lines are counted for the progress bar's total only: a read of the
+                # whole manifest, seconds for a few gigabytes, before the first item)
+                total = count_manifest_lines(path, self.settings) if progress else None
+                run = local_engine(read_manifest(path, self.settings, id_prefix), path.parent,
+                                   self.settings, workers)
+            return self._run(run, str(path.resolve()), total, progress)
         items = list(source)
-        return self._run(read_items(items, id_prefix), source_name, Path(root) if root else None,
-                         len(items), progress, workers)
+        entries = read_items(items, id_prefix)
+        base = Path(root) if root else None
+        run = (ray_engine(entry_blocks(entries, self.settings), base, self.settings, "", self.url,
+                          ray_address) if engine == "ray"
+               else local_engine(entries, base, self.settings, workers))
+        return self._run(run, source_name, len(items), progress)
 
     def _refuse_taken(self, folder: Path, ids: list[str], source: str) -> None:
         with self.sessions() as session:
@@ -181,17 +206,15 @@ class Platform:
                 return signal
         raise KeyError(f"no signal named {name!r}; known: {', '.join(s.name for s in self._signals)}")
 
-    def _run(self, entries: Iterable, source: str, root: Path | None, total: int | None,
-             progress: bool, workers: int) -> IngestReport:
+    def _run(self, engine: Engine, source: str, total: int | None, progress: bool) -> IngestReport:
         for signal in self._signals:
             signal.follow_active()
         self._load_fusion()
         for signal in self._signals:
             signal.catch_up()
-        return run_ingest(self.sessions, entries, source=source, root=root,
-                          settings=self.settings, total=total, progress=progress,
-                          signals=self._signals, scorer=self._scorer, workers=workers,
-                          follow=self._follow_models, exact=self._exact)
+        return run_ingest(self.sessions, engine, source=source, settings=self.settings,
+                          total=total, progress=progress, signals=self._signals,
+                          scorer=self._scorer, follow=self._follow_models, exact=self._exact)
 
     def _follow_models(self) -> None:
         """Take up the models another process (a retrain, a TF-IDF refresh) made active."""
@@ -419,4 +442,4 @@ def _read(source: str | Path | bytes) -> bytes:
 
 
 __all__ = ["Platform", "Item", "IngestReport", "Pair", "Cluster", "Match", "UnknownItem",
-           "NoStore", "StoreError", "store_problem"]
+           "NoStore", "StoreError", "EngineUnavailable", "store_problem"]

@@ -104,6 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=positive, default=1,
                    help="processes in all: with N > 1, N - 1 extract chunks ahead while one "
                         "writes (default 1: everything in one process)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: this machine (default); ray: the source read and extracted in "
+                        "blocks on a Ray cluster (the ray extra; every worker must reach the "
+                        "files and the store)")
+    p.add_argument("--ray-address", metavar="auto|HOST:PORT",
+                   help="the Ray cluster of --engine ray (default: $RAY_ADDRESS, else a "
+                        "cluster of this machine started for the run)")
 
     p = command("pairs", "scored duplicate pairs, best first")
     p.add_argument("--min-tier", choices=TIERS, default="weak",
@@ -261,9 +268,9 @@ def ask_server(args: argparse.Namespace) -> int | None:
 
 def problem(exc: BaseException, platform: object) -> str | None:
     """What the command says of an exception (one line), or None for a defect."""
-    from ..api import StoreError, UnknownItem, store_problem
+    from ..api import EngineUnavailable, StoreError, UnknownItem, store_problem
 
-    if isinstance(exc, (StoreError, UnknownItem, ValueError, FileNotFoundError)):
+    if isinstance(exc, (StoreError, UnknownItem, ValueError, FileNotFoundError, EngineUnavailable)):
         return str(exc)
     if isinstance(exc, OSError):
         return os_problem(exc)

@@ -14,8 +14,11 @@ from .query_server import query_request, run_query, serve, start_server
 
 def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
     show = not args.no_progress and sys.stderr.isatty()
+    if args.ray_address and args.engine != "ray":
+        raise ValueError("--ray-address is for --engine ray")
     report = platform.ingest(args.source, progress=show, workers=args.workers,
-                             id_prefix=args.id_prefix)
+                             id_prefix=args.id_prefix, engine=args.engine,
+                             ray_address=args.ray_address)
     say(report.summary())
     if report.failed:
         say("see `mmdedup failures` for the reasons; a rerun retries them", err=True)

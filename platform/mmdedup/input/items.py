@@ -186,11 +186,13 @@ class Entry:
     """One record read from a source: an item to load, or a failure found while reading.
 
     `key` names the record in failure rows: the item id where known, else the manifest line.
+    `line`: the manifest line of an item read from one.
     """
 
     key: str
     item: Item | None = None
     error: InputError | None = None
+    line: int | None = None
 
 
 @dataclass

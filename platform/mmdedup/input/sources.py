@@ -10,8 +10,11 @@ import dataclasses
 import json
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+import numpy as np
 
 from ..config import Settings
 from .items import (
@@ -31,8 +34,27 @@ from .items import (
 def read_manifest(path: Path, settings: Settings, id_prefix: str = "") -> Iterator[Entry]:
     """Entries of a JSON Lines manifest; a bad line is a failure entry, never an exception.
     `id_prefix` is put before every id."""
-    seen: set[str] = set()
-    for line_no, raw, size in _manifest_lines(path, settings.max_manifest_line_bytes):
+    seen = FirstOfEachId()
+    for entry in manifest_entries(path, settings, id_prefix):
+        yield seen(entry)
+
+
+@dataclass(frozen=True)
+class Span:
+    """Lines of a manifest: those starting at bytes [start, end), the first numbered
+    `first_line`. A cluster's workers each read one (pipeline/ray_engine.py)."""
+
+    start: int
+    end: int
+    first_line: int
+    lines: int
+
+
+def manifest_entries(path: Path, settings: Settings, id_prefix: str = "",
+                     span: Span | None = None) -> Iterator[Entry]:
+    """The manifest's entries (of `span`, or all), before ids repeated across lines are
+    refused (`FirstOfEachId`): a block read apart from the others cannot know them."""
+    for line_no, raw, size in _manifest_lines(path, settings.max_manifest_line_bytes, span):
         key = f"line {line_no}"
         if raw is None:
             yield Entry(key, error=InputError(
@@ -68,13 +90,25 @@ def read_manifest(path: Path, settings: Settings, id_prefix: str = "") -> Iterat
             yield Entry(id_prefix + data["id"] if named else key, error=exc)
             continue
         item.id = id_prefix + item.id
-        if item.id in seen:
-            yield Entry(item.id, error=InputError(
-                "duplicate_id", f"line {line_no}: id \"{item.id}\" already appeared earlier "
+        yield Entry(item.id, item=item, line=line_no)
+
+
+class FirstOfEachId:
+    """Keeps the first entry of each item id; a later one becomes a failure entry."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def __call__(self, entry: Entry) -> Entry:
+        if entry.item is None:
+            return entry
+        if entry.item.id in self.seen:
+            where = f"line {entry.line}: " if entry.line is not None else ""
+            return Entry(entry.item.id, error=InputError(
+                "duplicate_id", f"{where}id \"{entry.item.id}\" already appeared earlier "
                 "in this manifest; the first one was kept"))
-            continue
-        seen.add(item.id)
-        yield Entry(item.id, item=item)
+        self.seen.add(entry.item.id)
+        return entry
 
 
 def count_manifest_lines(path: Path, settings: Settings) -> int:
@@ -85,13 +119,17 @@ def count_manifest_lines(path: Path, settings: Settings) -> int:
 _SKIP_BLOCK = 1 << 20
 
 
-def _manifest_lines(path: Path, limit: int) -> Iterator[tuple[int, bytes | None, int]]:
+def _manifest_lines(path: Path, limit: int, span: Span | None = None
+                    ) -> Iterator[tuple[int, bytes | None, int]]:
     """(line number, the line's bytes or None when it is over `limit` bytes, its size).
     A line is read only up to the limit; the rest of a longer one is skipped a block at a
     time, so a 1 GB line costs no more memory than the limit."""
     with path.open("rb") as fh:
-        line_no = 0
-        while raw := fh.readline(limit + 1):
+        line_no, end = 0, None
+        if span is not None:
+            fh.seek(span.start)
+            line_no, end = span.first_line - 1, span.end
+        while (end is None or fh.tell() < end) and (raw := fh.readline(limit + 1)):
             line_no += 1
             if len(raw) <= limit:
                 yield line_no, raw, len(raw)
@@ -100,6 +138,28 @@ def _manifest_lines(path: Path, limit: int) -> Iterator[tuple[int, bytes | None,
             while not raw.endswith(b"\n") and (raw := fh.readline(_SKIP_BLOCK)):
                 size += len(raw)
             yield line_no, None, size
+
+
+def manifest_spans(path: Path, lines: int) -> list[Span]:
+    """The manifest cut into spans of `lines` lines: one read of the file, its line ends
+    found a megabyte at a time by numpy (seconds for gigabytes), so that each span knows
+    the number of its first line and the failures a worker records name the line as a
+    read of the whole manifest would."""
+    starts = [0]  # the byte after every `lines`-th line end
+    size = count = 0
+    buf_ended_line = True
+    with path.open("rb") as fh:
+        while buf := fh.read(_SKIP_BLOCK):
+            ends = np.flatnonzero(np.frombuffer(buf, np.uint8) == 10) + size + 1
+            starts.extend(ends[(-count - 1) % lines::lines].tolist())
+            count += len(ends)
+            size += len(buf)
+            buf_ended_line = buf.endswith(b"\n")
+    if size and not buf_ended_line:
+        count += 1  # a last line without its line end
+    stops = [*starts[1:], size]
+    return [Span(a, b, 1 + i * lines, min(lines, count - i * lines))
+            for i, (a, b) in enumerate(zip(starts, stops)) if b > a]
 
 
 def _no_constant(name: str) -> None:

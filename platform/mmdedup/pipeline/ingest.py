@@ -19,8 +19,9 @@ from collections import Counter, deque
 from contextlib import ExitStack
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
@@ -73,26 +74,24 @@ Scorer = Callable[[Session, np.ndarray], int]
 
 def run_ingest(
     factory: sessionmaker[Session],
-    entries: Iterable[Entry],
+    engine: Engine,
     *,
     source: str,
-    root: Path | None,
     settings: Settings,
     total: int | None = None,
     progress: bool = False,
     signals: Sequence[Signal] = (),
     scorer: Scorer | None = None,
-    workers: int = 1,
     follow: Callable[[], None] | None = None,
     exact: ExactKeys,
 ) -> IngestReport:
-    """Each chunk: items written, then every signal's `prepare` and `on_chunk` (its
-    signatures stored and indexed), and the candidate pairs they propose scored with every
-    signal, in the chunk's transaction; `exact` finds the items' exact copies. `workers`: processes in all. With more than one,
-    workers - 1 processes extract (files read and checked, pages, image codes, video
-    frames, text tokens) chunks ahead of this one, which alone writes to the store;
-    results and their order are the same as with one. `follow`: called at each chunk once
-    the write lock is held, to take up models another process made active meanwhile."""
+    """Each chunk the `engine` read and extracted (`local_engine`, or ray_engine.py's):
+    items written, then every signal's `prepare` and `on_chunk` (its signatures stored
+    and indexed), and the candidate pairs they propose scored with every signal, in the
+    chunk's transaction; `exact` finds the items' exact copies. This process alone
+    writes, so the results and their order are the same whoever extracted. `follow`:
+    called at each chunk once the write lock is held, to take up models another process
+    made active meanwhile."""
     report = IngestReport(source)
     with factory.begin() as session:
         run_pk = start_run(session, source)
@@ -104,7 +103,7 @@ def run_ingest(
     if progress:
         above_bar.enter_context(_log_above_bar())
     try:
-        pixels = _PixelsWanted(signals)
+        pixels = PixelsWanted(signals)
         told: set[str] = set()  # a wait for another writer is said once a run
 
         def say_once(message: str) -> None:
@@ -117,7 +116,7 @@ def run_ingest(
             with factory() as session:
                 return {id_: fp for id_, (_, fp) in stored_items.fingerprints(session, ids).items()}
 
-        for chunk, extracted in _extracted_chunks(entries, root, settings, workers, pixels, stored):
+        for chunk, extracted in engine(pixels, stored):
             with factory.begin() as session:
                 take_write_lock(session, on_wait=say_once)
                 if follow is not None:
@@ -138,26 +137,38 @@ def run_ingest(
     return report
 
 
-def _chunks(entries: Iterable[Entry], root: Path | None, settings: Settings) -> Iterator[list[Entry]]:
-    """Chunks of `ingest_chunk` entries at most, closed before their items' files and
-    texts pass `ingest_chunk_bytes` (a larger item goes alone): a chunk's loaded items
-    are held in memory until it commits. Each entry's key is set here to the key its
-    failure row would hold, so a rerun finds the open failure of every record."""
-    chunk: list[Entry] = []
-    size = 0
-    for entry in entries:
-        entry.key = stored_items.failure_key(entry.key)
-        grows = input_bytes(entry.item, root) if entry.item is not None else 0
-        if chunk and size + grows > settings.ingest_chunk_bytes:
+T = TypeVar("T")
+
+
+def chunked(records: Iterable[T], size: Callable[[T], int], settings: Settings) -> Iterator[list[T]]:
+    """Chunks of `ingest_chunk` records at most, closed before their items' files and
+    texts (`size`) pass `ingest_chunk_bytes` (a larger item goes alone): a chunk's loaded
+    items are held in memory until it commits."""
+    chunk: list[T] = []
+    total = 0
+    for record in records:
+        grows = size(record)
+        if chunk and total + grows > settings.ingest_chunk_bytes:
             yield chunk
-            chunk, size = [], 0
-        chunk.append(entry)
-        size += grows
+            chunk, total = [], 0
+        chunk.append(record)
+        total += grows
         if len(chunk) >= settings.ingest_chunk:
             yield chunk
-            chunk, size = [], 0
+            chunk, total = [], 0
     if chunk:
         yield chunk
+
+
+def keyed(entry: Entry) -> Entry:
+    """The entry with the key its failure row would hold, so a rerun finds the open
+    failure of every record."""
+    entry.key = stored_items.failure_key(entry.key)
+    return entry
+
+
+def entry_bytes(entry: Entry, root: Path | None) -> int:
+    return input_bytes(entry.item, root) if entry.item is not None else 0
 
 
 @dataclass(frozen=True)
@@ -210,28 +221,45 @@ def _log_above_bar():  # noqa: ANN202 - a context manager
     return logging_redirect_tqdm([named if named.handlers else logging.root])
 
 
-class _PixelsWanted:
+class PixelsWanted:
     """Whether loading keeps decoded pictures and keyframes for a signal that reads
     pixels (CLIP): asked of the signals at the first chunk with pictures or a video, so a
-    text-only ingest never loads an encoder to find out."""
+    text-only ingest never loads an encoder to find out; or at once (`chunk` None) by an
+    engine whose chunks are read elsewhere."""
 
     def __init__(self, signals: Sequence[Signal]) -> None:
         self.signals = signals
         self.answer: bool | None = None
 
-    def __call__(self, chunk: list[Entry]) -> bool:
+    def __call__(self, chunk: list[Entry] | None) -> bool:
         if self.answer is None:
-            if not any(e.item is not None and (e.item.images or e.item.video) for e in chunk):
+            if chunk is not None and not any(e.item is not None and (e.item.images or e.item.video)
+                                             for e in chunk):
                 return False
             self.answer = any(s.wants_pixels() for s in self.signals)
         return self.answer
 
 
+# An engine reads and extracts a source chunk by chunk, in order, for `run_ingest` to write:
+# called with whether a chunk's pictures stay decoded (`PixelsWanted`) and the stored
+# fingerprints of a chunk's ids.
+Chunks = Iterator[tuple[list[Entry], Extracted]]
+Engine = Callable[[PixelsWanted, Callable[[list[Entry]], dict[str, str]]], Chunks]
+
+
+def local_engine(entries: Iterable[Entry], root: Path | None, settings: Settings,
+                 workers: int = 1) -> Engine:
+    """This machine's engine. `workers`: processes in all; with more than one, workers - 1
+    processes extract (files read and checked, pages, image codes, video frames, text
+    tokens) chunks ahead of this one, which writes."""
+    return partial(_extracted_chunks, entries, root, settings, workers)
+
+
 def _extracted_chunks(
     entries: Iterable[Entry], root: Path | None, settings: Settings, workers: int,
-    pixels: Callable[[list[Entry]], bool], stored: Callable[[list[Entry]], dict[str, str]],
-) -> Iterator[tuple[list[Entry], Extracted]]:
-    chunks = _chunks(entries, root, settings)
+    pixels: PixelsWanted, stored: Callable[[list[Entry]], dict[str, str]],
+) -> Chunks:
+    chunks = chunked(map(keyed, entries), partial(entry_bytes, root=root), settings)
     if workers <= 1:
         for chunk in chunks:
             yield chunk, extract_entries(chunk, root, settings, pixels(chunk), stored(chunk))

@@ -1,0 +1,190 @@
+"""The ray engine: a source read and extracted in blocks on a Ray cluster.
+
+The source is cut into blocks where it is read (manifest line spans, lists of a folder's
+files, Python items' entries); each block is one Ray task, which reads its records,
+asks the store which of them it already holds unchanged, and loads the rest (files read
+and checked, pictures and pages decoded and hashed, video keyframes, text tokens): the
+work that pays for more cores. The blocks come back in order and `run_ingest` writes
+them chunk by chunk in this process, as the local engine's, so the results are the same
+whichever engine ran (tests/test_ray_engine.py compares them). A few more blocks than
+the cluster has cores are in flight at once: enough to keep every worker busy while
+this process writes, few enough to bound what waits in memory.
+
+Every worker must reach the source's files and the store at the paths this process
+uses: a one-machine cluster with SQLite, or PostgreSQL and a shared file system.
+Ray is an optional extra (`pip install 'mmdedup[ray]'`), imported only here and only
+when this engine runs.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import deque
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from ..config import Settings
+from ..input.items import Entry, storable_id
+from ..input.sources import FirstOfEachId, Span, manifest_entries, manifest_spans, read_folder
+from ..store.db import open_store
+from ..store.items import fingerprints
+from .ingest import Chunks, Engine, Extracted, PixelsWanted, chunked, entry_bytes, extract_entries, keyed
+
+
+CONNECT_SECONDS = 5
+
+
+class EngineUnavailable(RuntimeError):
+    """The ray engine was asked for where Ray is not installed or no cluster answers."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """What one task reads: a manifest's lines (`span`), some of a folder's files, or
+    Python items' entries (read where they were handed over)."""
+
+    manifest: Path | None = None
+    span: Span | None = None
+    folder: Path | None = None
+    files: tuple[Path, ...] = ()
+    entries: tuple[Entry, ...] = ()
+
+    @property
+    def records(self) -> int:
+        return self.span.lines if self.span is not None else len(self.files) + len(self.entries)
+
+
+def manifest_blocks(path: Path, settings: Settings) -> list[Block]:
+    path = path.absolute()
+    return [Block(manifest=path, span=span) for span in manifest_spans(path, settings.ingest_chunk)]
+
+
+def folder_blocks(folder: Path, files: list[Path], settings: Settings) -> list[Block]:
+    """(Paths made absolute, not resolved: a link is read as the local engine reads it.)"""
+    whole, n = folder.absolute(), settings.ingest_chunk
+    return [Block(folder=whole, files=tuple(whole / p.relative_to(folder) for p in files[i:i + n]))
+            for i in range(0, len(files), n)]
+
+
+def entry_blocks(entries: Iterable[Entry], settings: Settings) -> list[Block]:
+    listed, n = list(entries), settings.ingest_chunk
+    return [Block(entries=tuple(listed[i:i + n])) for i in range(0, len(listed), n)]
+
+
+def ray_engine(blocks: list[Block], root: Path | None, settings: Settings, id_prefix: str,
+               url: str, address: str | None) -> Engine:
+    """The engine over these blocks. `root`: what relative paths are resolved against
+    (None: this process's working directory, as the local engine does); `url`: the store
+    the workers ask for fingerprints; `address`: the cluster's ("auto", HOST:PORT) or
+    None for Ray's own choice ($RAY_ADDRESS, else a cluster of this machine)."""
+    base = root.absolute() if root is not None else None
+    return partial(_chunks, blocks, base, os.getcwd(), settings, id_prefix, url, address)
+
+
+def connect(address: str | None) -> Any:
+    """The `ray` module, connected to the cluster (once a process)."""
+    try:
+        import ray
+    except ImportError:
+        raise EngineUnavailable("the ray engine needs Ray, which is not installed here: "
+                                "pip install 'mmdedup[ray]'") from None
+    if not ray.is_initialized():
+        _answers(address)
+        try:
+            ray.init(address=address, include_dashboard=False, logging_level="WARNING",
+                     log_to_driver=False)
+        except ConnectionError as exc:
+            raise EngineUnavailable(f"no Ray cluster answers at {address}: {exc}") from None
+    return ray
+
+
+def _answers(address: str | None) -> None:
+    """A HOST:PORT where nothing listens is said at once: Ray itself retries for minutes."""
+    host, sep, port = (address or "").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # None, "auto", ray://...: Ray finds the cluster, or says there is none
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise EngineUnavailable(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}): start one there "
+            "(`ray start --head --port PORT`) or give the address of a running one") from None
+
+
+# A record as a task returns it: the entry, its size for chunking, what loading made of it.
+Record = tuple[Entry, int, "Any"]
+
+
+def _chunks(blocks: list[Block], root: Path | None, cwd: str, settings: Settings, id_prefix: str,
+            url: str, address: str | None, pixels: PixelsWanted,
+            stored: Callable[[list[Entry]], dict[str, str]]) -> Chunks:
+    """The blocks' records in order, chunked as the local engine chunks its entries: ids
+    repeated across blocks are refused here, where every block is seen in order."""
+    ray = connect(address)
+    task = ray.remote(extract_block)
+    keep = pixels(None)  # (a block's content is known only where it is read)
+    ahead = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
+    seen = FirstOfEachId()
+
+    def records() -> Iterator[Record]:
+        pending: deque[Any] = deque()
+        for block in blocks:
+            pending.append(task.remote(block, root, cwd, settings, id_prefix, keep, url))
+            if len(pending) >= ahead:
+                yield from _result(ray, pending.popleft())
+        while pending:
+            yield from _result(ray, pending.popleft())
+
+    def first(record: Record) -> Record:
+        entry = seen(record[0])
+        return record if entry is record[0] else (entry, 0, entry.error)
+
+    for chunk in chunked(map(first, records()), lambda record: record[1], settings):
+        yield [entry for entry, _, _ in chunk], [got for _, _, got in chunk]
+
+
+def _result(ray: Any, ref: Any) -> list[Record]:
+    """A task's records; what it raised, raised here as itself (a store it cannot open
+    is the StoreError the local engine would raise)."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        raise (exc.cause or exc) from None
+
+
+def extract_block(block: Block, root: Path | None, cwd: str, settings: Settings, id_prefix: str,
+                  keep_pixels: bool, url: str) -> list[Record]:
+    """A task: the block's entries read, keyed, sized and extracted, the items the store
+    holds unchanged only read and hashed. Relative paths without a `root` are the
+    driver's: this worker takes its working directory `cwd`."""
+    if root is None:
+        os.chdir(cwd)
+    entries = [keyed(e) for e in _read(block, settings, id_prefix)]
+    ids = [e.item.id for e in entries if e.item is not None and storable_id(e.item.id)]
+    with _store(url)() as session:
+        known = {id_: fp for id_, (_, fp) in fingerprints(session, ids).items()}
+    extracted: Extracted = extract_entries(entries, root, settings, keep_pixels, known)
+    return [(e, entry_bytes(e, root), got) for e, got in zip(entries, extracted)]
+
+
+def _read(block: Block, settings: Settings, id_prefix: str) -> Iterable[Entry]:
+    if block.manifest is not None:
+        return manifest_entries(block.manifest, settings, id_prefix, block.span)
+    if block.folder is not None:
+        return read_folder(block.folder, list(block.files), settings, id_prefix)
+    return block.entries
+
+
+_STORES: dict[str, sessionmaker[Session]] = {}  # a worker's read-only sessions, per store
+
+
+def _store(url: str) -> sessionmaker[Session]:
+    if url not in _STORES:
+        _STORES[url] = open_store(url, read_only=True)
+    return _STORES[url]
+

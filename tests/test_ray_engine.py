@@ -1,0 +1,169 @@
+"""The ray engine on a local Ray cluster of two nodes (a head and a second node, one CPU
+each, started with `ray start` as a user starts them): a manifest, a folder and Python
+items give the pairs, tiers, clusters and failures the local engine gives, on SQLite and
+on PostgreSQL; a rerun through it finds everything unchanged; a cluster that is not there
+is one clear line."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from mmdedup import Platform
+
+from conftest import write_manifest
+from helpers import finish, mmdedup, pairs_by_ids
+
+pytest.importorskip("ray")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
+from concurrent_ingest import corpus  # noqa: E402
+
+RAY = str(Path(sys.executable).with_name("ray"))
+# A test cluster of this machine: no token to share between its nodes and the CLI.
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+# Small blocks and chunks: a few hundred items make many of each, and blocks of a chunk's
+# size that end mid-chunk (bytes) as well as ids repeated across blocks.
+ENV = {**RAY_ENV, "MMDEDUP_INGEST_CHUNK": "16", "MMDEDUP_TFIDF_MIN_DOCS": "100"}
+COPIES = 120
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """HOST:PORT of a head and a second node, stopped at the end of the module."""
+    env = {**os.environ, **RAY_ENV}
+    port = free_port()
+    started = subprocess.run(
+        [RAY, "start", "--head", "--port", str(port), "--num-cpus", "1", "--include-dashboard=false",
+         "--node-ip-address", "127.0.0.1", "--disable-usage-stats"],
+        env=env, capture_output=True, text=True, timeout=180)
+    address = f"127.0.0.1:{port}"
+    try:
+        assert started.returncode == 0, started.stderr
+        second = subprocess.run([RAY, "start", "--address", address, "--num-cpus", "1",
+                                 "--node-ip-address", "127.0.0.1"],
+                                env=env, capture_output=True, text=True, timeout=180)
+        assert second.returncode == 0, second.stderr
+        yield address
+    finally:
+        subprocess.run([RAY, "stop", "--force"], env=env, capture_output=True, timeout=180)
+
+
+def picture(path: Path, seed: int, quality: int | None = None) -> None:
+    pixels = np.random.default_rng(seed).integers(0, 256, (12, 16, 3), dtype=np.uint8)
+    image = Image.fromarray(pixels).resize((320, 240), Image.BICUBIC)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image.save(path, quality=quality) if quality else image.save(path)
+
+
+def mixed_manifest(folder: Path) -> Path:
+    """Texts with near copies, pictures with a re-compressed copy, and bad records: a
+    line that is not JSON, a picture that is not there, an id that an earlier block used."""
+    first, second = corpus(COPIES)
+    for i in range(3):
+        picture(folder / f"img/p{i}.png", seed=i)
+    picture(folder / "img/p0-copy.jpg", seed=0, quality=70)
+    pictures = [{"id": f"pic{i}", "images": [f"img/p{i}.png"]} for i in range(3)]
+    records: list = [*first[:60], *pictures, "{not json", *first[60:], "",
+                     {"id": "pic0-copy", "images": ["img/p0-copy.jpg"]},
+                     {"id": "gone", "images": ["img/missing.png"]}, *second,
+                     {"id": first[3]["id"], "text": "the same id again, many blocks later"}]
+    return write_manifest(folder, records)
+
+
+def outcome(home: Path, url: str) -> dict:
+    """Pairs, clusters and failures by item ids (pks differ between stores)."""
+    with Platform.open(home, url) as p:
+        clusters = sorted((c.canonical, tuple(sorted(c.members))) for c in p.clusters())
+        failures = sorted((f["key"], f["reason"], f["detail"]) for f in p.failures())
+    return {"pairs": pairs_by_ids(home, url), "clusters": clusters, "failures": failures}
+
+
+def ingest(home: Path, url: str, source: Path, *engine: str) -> str:
+    return finish(mmdedup(home, url, "ingest", str(source), "--no-progress", *engine, env=ENV))
+
+
+def test_a_manifest_through_the_ray_engine_gives_what_the_local_engine_gives(
+        new_store, tmp_path: Path, cluster: str) -> None:
+    manifest = mixed_manifest(tmp_path / "corpus")
+    local_home, local_url = new_store("local")
+    said = ingest(local_home, local_url, manifest)
+    expected = outcome(local_home, local_url)
+    assert len(expected["pairs"]) >= COPIES and len(expected["failures"]) == 3
+    assert any("pic0-copy" in pair for pair in expected["pairs"])
+
+    home, url = new_store("ray")
+    assert ingest(home, url, manifest, "--engine", "ray", "--ray-address", cluster) == said
+    assert outcome(home, url) == expected
+
+    # A rerun: every item read, hashed and found unchanged where it was read, nothing written.
+    again = ingest(home, url, manifest, "--engine", "ray", "--ray-address", cluster)
+    stored = sum(1 for line in manifest.open() if '"id"' in line) - 2  # (the missing picture, the repeated id)
+    assert f" 0 new, 0 updated, {stored} unchanged, 3 failed" in again, again
+    assert outcome(home, url) == expected
+
+
+def test_a_folder_and_python_items_through_the_ray_engine(new_store, tmp_path: Path,
+                                                          cluster: str, monkeypatch) -> None:
+    folder = tmp_path / "folder"
+    first, second = corpus(40)
+    for record in first + second:
+        (folder / "texts").mkdir(parents=True, exist_ok=True)
+        (folder / "texts" / f"{record['id']}.txt").write_text(record["text"])
+    for i in range(2):
+        picture(folder / f"p{i}.png", seed=i)
+    picture(folder / "p0.jpg", seed=0, quality=70)
+    (folder / "notes.bin").write_bytes(b"\x00\x01")
+
+    local_home, local_url = new_store("local")
+    said = ingest(local_home, local_url, folder)
+    home, url = new_store("ray")
+    assert ingest(home, url, folder, "--engine", "ray", "--ray-address", cluster) == said
+    assert outcome(home, url) == outcome(local_home, local_url)
+
+    # Python items, relative paths resolved against this process's working directory (the
+    # workers take it), as the local engine resolves them.
+    monkeypatch.chdir(folder)
+    for key, value in ENV.items():
+        monkeypatch.setenv(key, value)
+    items = [*first, {"id": "pic", "images": ["p0.png"]}, {"id": "pic-copy", "images": ["p0.jpg"]},
+             {"id": "gone", "images": ["missing.png"]}, *second]
+    import ray
+
+    homes = [new_store("api-local"), new_store("api-ray")]
+    try:
+        for (h, u), engine in zip(homes, ({}, {"engine": "ray", "ray_address": cluster})):
+            with Platform.open(h, u) as p:
+                report = p.ingest(items, source_name="batch", **engine)
+                assert (report.new, report.failed) == (len(items) - 1, 1)
+    finally:
+        ray.shutdown()
+    assert outcome(*homes[1]) == outcome(*homes[0])
+    assert ("pic", "pic-copy") in outcome(*homes[1])["pairs"]
+
+
+def test_the_ray_engine_where_no_cluster_answers_says_so_in_one_line(home: Path, db_url: str,
+                                                                    tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path, [{"id": "a", "text": "a text"}])
+    proc = mmdedup(home, db_url, "ingest", str(manifest), "--engine", "ray",
+                   "--ray-address", f"127.0.0.1:{free_port()}", env=RAY_ENV)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert err.startswith("mmdedup: error: no Ray cluster answers at 127.0.0.1:") and err.count("\n") == 1
+    proc = mmdedup(home, db_url, "ingest", str(manifest), "--workers", "2", "--engine", "ray", env=RAY_ENV)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "workers is for the local engine" in err
