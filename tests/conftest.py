@@ -34,6 +34,7 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     admin = create_engine(PG_URL)
     with admin.begin() as conn:
         conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    admin.dispose()  # (no connection held through the test, which may end every one)
     url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
     try:
         yield url.render_as_string(hide_password=False)

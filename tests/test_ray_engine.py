@@ -2,11 +2,13 @@
 each, started with `ray start` as a user starts them): a manifest, a folder and Python
 items give the pairs, tiers, clusters and failures the local engine gives, on SQLite and
 on PostgreSQL; a rerun through it finds everything unchanged; a cluster that is not there
-is one clear line."""
+is one clear line. Faults: a worker killed mid-job (its block is done again), the job
+killed and run again, every database connection dropped mid-job."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,11 +18,12 @@ from typing import Iterator
 import numpy as np
 import pytest
 from PIL import Image
+from sqlalchemy import create_engine, text
 
 from mmdedup import Platform
 
-from conftest import write_manifest
-from helpers import finish, mmdedup, pairs_by_ids
+from conftest import PG_URL, write_manifest
+from helpers import finish, mmdedup, pairs_by_ids, wait_for
 
 pytest.importorskip("ray")
 
@@ -94,7 +97,9 @@ def outcome(home: Path, url: str) -> dict:
 
 
 def ingest(home: Path, url: str, source: Path, *engine: str) -> str:
-    return finish(mmdedup(home, url, "ingest", str(source), "--no-progress", *engine, env=ENV))
+    """The run's summary line (the ray engine adds a line of its own on stderr)."""
+    said = finish(mmdedup(home, url, "ingest", str(source), "--no-progress", *engine, env=ENV))
+    return said.splitlines()[0]
 
 
 def test_a_manifest_through_the_ray_engine_gives_what_the_local_engine_gives(
@@ -107,7 +112,12 @@ def test_a_manifest_through_the_ray_engine_gives_what_the_local_engine_gives(
     assert any("pic0-copy" in pair for pair in expected["pairs"])
 
     home, url = new_store("ray")
-    assert ingest(home, url, manifest, "--engine", "ray", "--ray-address", cluster) == said
+    ran = finish(mmdedup(home, url, "ingest", str(manifest), "--no-progress", "--engine", "ray",
+                         "--ray-address", cluster, env=ENV))
+    assert ran.splitlines()[0] == said
+    lines = manifest.read_text().splitlines()
+    blocks, records = -(-len(lines) // 16), sum(1 for line in lines if line.strip())
+    assert f"ray engine: {blocks} blocks, {records} records read and extracted on 2 CPUs" in ran, ran
     assert outcome(home, url) == expected
 
     # A rerun: every item read, hashed and found unchanged where it was read, nothing written.
@@ -167,3 +177,110 @@ def test_the_ray_engine_where_no_cluster_answers_says_so_in_one_line(home: Path,
     proc = mmdedup(home, db_url, "ingest", str(manifest), "--workers", "2", "--engine", "ray", env=RAY_ENV)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and "workers is for the local engine" in err
+
+
+# --- faults ---------------------------------------------------------------------------
+
+
+def pictures(folder: Path, n: int) -> Path:
+    """A folder of `n` pictures large enough that a block takes a while to decode, every
+    tenth a re-compressed copy of the one before."""
+    for i in range(n):
+        if i % 10 == 9:
+            picture(folder / f"p{i:04d}.jpg", seed=i - 1, quality=70)
+        else:
+            picture(folder / f"p{i:04d}.png", seed=i)
+    return folder
+
+
+def stored_items(url: str) -> int:
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(text("SELECT count(*) FROM items")).scalar_one()
+    except Exception:  # (not created yet)
+        return 0
+    finally:
+        engine.dispose()
+
+
+def extracting() -> list[int]:
+    """Ray worker processes running a block now (a worker names itself after its task)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "cmdline").read_bytes().startswith(b"ray::extract_block"):
+                found.append(int(proc.name))
+        except OSError:
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def picture_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return pictures(tmp_path_factory.mktemp("pictures"), 240)
+
+
+@pytest.fixture
+def expected_pictures(new_store, picture_folder: Path) -> dict:
+    home, url = new_store("local")
+    ingest(home, url, picture_folder)
+    return outcome(home, url)
+
+
+def test_a_worker_killed_mid_job_has_its_block_done_again(
+        new_store, picture_folder: Path, expected_pictures: dict, cluster: str) -> None:
+    home, url = new_store("ray")
+    proc = mmdedup(home, url, "ingest", str(picture_folder), "--no-progress", "--engine", "ray",
+                   "--ray-address", cluster, env=ENV)
+    killed: list[int] = []
+
+    def kill_one() -> bool:
+        for pid in extracting():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        return bool(killed) or proc.poll() is not None
+
+    wait_for(kill_one, 120)
+    finish(proc)
+    assert killed, "no worker was caught extracting"
+    assert outcome(home, url) == expected_pictures
+
+
+def test_a_driver_killed_mid_job_and_run_again_leaves_what_one_run_leaves(
+        new_store, picture_folder: Path, expected_pictures: dict, cluster: str) -> None:
+    home, url = new_store("ray")
+    args = ("ingest", str(picture_folder), "--no-progress", "--engine", "ray", "--ray-address", cluster)
+    proc = mmdedup(home, url, *args, env=ENV)
+    wait_for(lambda: stored_items(url) >= 48 or proc.poll() is not None, 120)
+    proc.kill()
+    proc.wait()
+    assert 48 <= stored_items(url) < 240, "the run was not cut short"
+    finish(mmdedup(home, url, *args, env=ENV))
+    assert outcome(home, url) == expected_pictures
+
+
+@pytest.mark.skipif(not PG_URL, reason="needs a PostgreSQL server")
+def test_the_database_dropping_every_connection_mid_job_leaves_a_consistent_store(
+        new_store, picture_folder: Path, expected_pictures: dict, cluster: str, db_url: str) -> None:
+    """What a restart of PostgreSQL does to a job: every connection of the database
+    ends. The job goes on (its pool reconnects) or stops with one line saying so, and
+    a rerun leaves what one run leaves."""
+    if not db_url.startswith("postgresql"):
+        pytest.skip("PostgreSQL only")
+    home, url = new_store("ray")
+    args = ("ingest", str(picture_folder), "--no-progress", "--engine", "ray", "--ray-address", cluster)
+    proc = mmdedup(home, url, *args, env=ENV)
+    wait_for(lambda: stored_items(url) >= 48 or proc.poll() is not None, 120)
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        ended = conn.execute(text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                  "WHERE datname = current_database() AND pid <> pg_backend_pid()")).scalar_one()
+    admin.dispose()
+    assert ended >= 1
+    out, err = proc.communicate(timeout=300)
+    if proc.returncode:
+        said = err.splitlines()[-1]  # (after the CLIP signal's line: no weights here)
+        assert proc.returncode == 2 and said.startswith("mmdedup: error: ") and "database" in said, err
+        finish(mmdedup(home, url, *args, env=ENV))
+    assert outcome(home, url) == expected_pictures

@@ -28,7 +28,7 @@ from .input.sources import (
 )
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .pipeline.ingest import Engine, IngestReport, local_engine, run_ingest
-from .pipeline.ray_engine import EngineUnavailable, entry_blocks, folder_blocks, manifest_blocks, ray_engine
+from .pipeline.ray_engine import EngineUnavailable, RayEngine, entry_blocks, folder_blocks, manifest_blocks
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 from .report.write import write_pair_report, write_report
 from .results import Cluster, Match, Pair, UnknownItem
@@ -156,8 +156,8 @@ class Platform:
                 name = str(folder.resolve())
                 self._refuse_taken(folder, folder_ids(folder, files, id_prefix), name)
                 if engine == "ray":
-                    run = ray_engine(folder_blocks(folder, files, self.settings), folder,
-                                     self.settings, id_prefix, self.url, ray_address)
+                    run = RayEngine(folder_blocks(folder, files, self.settings), folder,
+                                    self.settings, id_prefix, self.url, ray_address, progress)
                 else:
                     run = local_engine(read_folder(folder, files, self.settings, id_prefix),
                                        folder, self.settings, workers)
@@ -166,7 +166,8 @@ class Platform:
                 raise FileNotFoundError(f"no manifest or folder at {path}")
             if engine == "ray":
                 blocks = manifest_blocks(path, self.settings)
-                run = ray_engine(blocks, path.parent, self.settings, id_prefix, self.url, ray_address)
+                run = RayEngine(blocks, path.parent, self.settings, id_prefix, self.url, ray_address,
+                                progress)
                 total = sum(block.records for block in blocks)
             else:
                 # (the lines are counted for the progress bar's total only: a read of the
@@ -178,8 +179,8 @@ class Platform:
         items = list(source)
         entries = read_items(items, id_prefix)
         base = Path(root) if root else None
-        run = (ray_engine(entry_blocks(entries, self.settings), base, self.settings, "", self.url,
-                          ray_address) if engine == "ray"
+        run = (RayEngine(entry_blocks(entries, self.settings), base, self.settings, "", self.url,
+                         ray_address, progress) if engine == "ray"
                else local_engine(entries, base, self.settings, workers))
         return self._run(run, source_name, len(items), progress)
 
@@ -212,9 +213,12 @@ class Platform:
         self._load_fusion()
         for signal in self._signals:
             signal.catch_up()
-        return run_ingest(self.sessions, engine, source=source, settings=self.settings,
-                          total=total, progress=progress, signals=self._signals,
-                          scorer=self._scorer, follow=self._follow_models, exact=self._exact)
+        report = run_ingest(self.sessions, engine, source=source, settings=self.settings,
+                            total=total, progress=progress, signals=self._signals,
+                            scorer=self._scorer, follow=self._follow_models, exact=self._exact)
+        if isinstance(engine, RayEngine):
+            report.engine = {"name": "ray", **engine.summary}
+        return report
 
     def _follow_models(self) -> None:
         """Take up the models another process (a retrain, a TF-IDF refresh) made active."""

@@ -20,6 +20,10 @@ def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
                              id_prefix=args.id_prefix, engine=args.engine,
                              ray_address=args.ray_address)
     say(report.summary())
+    if report.engine["name"] == "ray" and report.engine.get("blocks"):
+        e = report.engine
+        say(f"ray engine: {e['blocks']} blocks, {e['records']} records read and extracted on "
+            f"{e['cpus']} CPUs in {e['seconds']:.1f} s", err=True)
     if report.failed:
         say("see `mmdedup failures` for the reasons; a rerun retries them", err=True)
     return 0

@@ -52,6 +52,9 @@ class IngestReport:
     exact_pairs: int = 0
     near_pairs: int = 0
     chunks: int = 0  # transactions committed
+    # The engine that read and extracted, and what it says of its work (the ray engine:
+    # blocks, records, CPUs, seconds).
+    engine: dict[str, object] = field(default_factory=lambda: {"name": "local"})
 
     def summary(self) -> str:
         text = (f"{self.source}: {self.new} new, {self.updated} updated, {self.unchanged} "
@@ -65,7 +68,7 @@ class IngestReport:
         return {"source": self.source, "new": self.new, "updated": self.updated,
                 "unchanged": self.unchanged, "failed": self.failed,
                 "failures": dict(self.failures), "exact_pairs": self.exact_pairs,
-                "near_pairs": self.near_pairs, "chunks": self.chunks}
+                "near_pairs": self.near_pairs, "chunks": self.chunks, "engine": self.engine}
 
 
 # Scores candidate pairs with every signal and writes them; returns how many were written.

@@ -20,23 +20,27 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections import deque
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from sqlalchemy.orm import Session, sessionmaker
+from tqdm import tqdm
 
 from ..config import Settings
 from ..input.items import Entry, storable_id
 from ..input.sources import FirstOfEachId, Span, manifest_entries, manifest_spans, read_folder
 from ..store.db import open_store
 from ..store.items import fingerprints
-from .ingest import Chunks, Engine, Extracted, PixelsWanted, chunked, entry_bytes, extract_entries, keyed
+from .ingest import Chunks, Extracted, PixelsWanted, chunked, entry_bytes, extract_entries, keyed
 
 
 CONNECT_SECONDS = 5
+# A task whose worker died (killed, out of memory, its node lost) is run again, elsewhere
+# if need be; a block is only read, so running it twice writes nothing twice.
+RETRIES = 3
 
 
 class EngineUnavailable(RuntimeError):
@@ -76,14 +80,61 @@ def entry_blocks(entries: Iterable[Entry], settings: Settings) -> list[Block]:
     return [Block(entries=tuple(listed[i:i + n])) for i in range(0, len(listed), n)]
 
 
-def ray_engine(blocks: list[Block], root: Path | None, settings: Settings, id_prefix: str,
-               url: str, address: str | None) -> Engine:
-    """The engine over these blocks. `root`: what relative paths are resolved against
-    (None: this process's working directory, as the local engine does); `url`: the store
-    the workers ask for fingerprints; `address`: the cluster's ("auto", HOST:PORT) or
-    None for Ray's own choice ($RAY_ADDRESS, else a cluster of this machine)."""
-    base = root.absolute() if root is not None else None
-    return partial(_chunks, blocks, base, os.getcwd(), settings, id_prefix, url, address)
+class RayEngine:
+    """The engine over these blocks (an `Engine`). `root`: what relative paths are
+    resolved against (None: this process's working directory, as the local engine does);
+    `url`: the store the workers ask for fingerprints; `address`: the cluster's ("auto",
+    HOST:PORT) or None for Ray's own choice ($RAY_ADDRESS, else a cluster of this
+    machine). After a run, `summary` says what the cluster did: blocks, records, CPUs,
+    seconds."""
+
+    def __init__(self, blocks: list[Block], root: Path | None, settings: Settings, id_prefix: str,
+                 url: str, address: str | None, progress: bool = False) -> None:
+        self.blocks, self.settings, self.id_prefix = blocks, settings, id_prefix
+        self.root = root.absolute() if root is not None else None
+        self.cwd, self.url, self.address, self.progress = os.getcwd(), url, address, progress
+        self.summary: dict[str, float | int] = {}
+
+    def __call__(self, pixels: PixelsWanted, stored: Callable[[list[Entry]], dict[str, str]]) -> Chunks:
+        """The blocks' records in order, chunked as the local engine chunks its entries:
+        ids repeated across blocks are refused here, where every block is seen in order."""
+        ray = connect(self.address)
+        task = ray.remote(max_retries=RETRIES)(extract_block)
+        keep = pixels(None)  # (a block's content is known only where it is read)
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        seen = FirstOfEachId()
+        started, records = time.perf_counter(), 0
+        bar = tqdm(total=len(self.blocks), unit="block", desc="read and extract", position=1,
+                   leave=False, disable=not self.progress)
+
+        def done() -> Iterator[Record]:
+            nonlocal records
+            pending: deque[Any] = deque()
+            for block in self.blocks:
+                pending.append(task.remote(block, self.root, self.cwd, self.settings, self.id_prefix,
+                                           keep, self.url))
+                if len(pending) >= 2 * cpus:
+                    got = _result(ray, pending.popleft())
+                    records += len(got)
+                    bar.update()
+                    yield from got
+            while pending:
+                got = _result(ray, pending.popleft())
+                records += len(got)
+                bar.update()
+                yield from got
+
+        def first(record: Record) -> Record:
+            entry = seen(record[0])
+            return record if entry is record[0] else (entry, 0, entry.error)
+
+        try:
+            for chunk in chunked(map(first, done()), lambda record: record[1], self.settings):
+                yield [entry for entry, _, _ in chunk], [got for _, _, got in chunk]
+        finally:
+            bar.close()
+        self.summary = {"blocks": len(self.blocks), "records": records, "cpus": cpus,
+                        "seconds": round(time.perf_counter() - started, 3)}
 
 
 def connect(address: str | None) -> Any:
@@ -118,34 +169,6 @@ def _answers(address: str | None) -> None:
 
 # A record as a task returns it: the entry, its size for chunking, what loading made of it.
 Record = tuple[Entry, int, "Any"]
-
-
-def _chunks(blocks: list[Block], root: Path | None, cwd: str, settings: Settings, id_prefix: str,
-            url: str, address: str | None, pixels: PixelsWanted,
-            stored: Callable[[list[Entry]], dict[str, str]]) -> Chunks:
-    """The blocks' records in order, chunked as the local engine chunks its entries: ids
-    repeated across blocks are refused here, where every block is seen in order."""
-    ray = connect(address)
-    task = ray.remote(extract_block)
-    keep = pixels(None)  # (a block's content is known only where it is read)
-    ahead = 2 * max(1, int(ray.cluster_resources().get("CPU", 1)))
-    seen = FirstOfEachId()
-
-    def records() -> Iterator[Record]:
-        pending: deque[Any] = deque()
-        for block in blocks:
-            pending.append(task.remote(block, root, cwd, settings, id_prefix, keep, url))
-            if len(pending) >= ahead:
-                yield from _result(ray, pending.popleft())
-        while pending:
-            yield from _result(ray, pending.popleft())
-
-    def first(record: Record) -> Record:
-        entry = seen(record[0])
-        return record if entry is record[0] else (entry, 0, entry.error)
-
-    for chunk in chunked(map(first, records()), lambda record: record[1], settings):
-        yield [entry for entry, _, _ in chunk], [got for _, _, got in chunk]
 
 
 def _result(ray: Any, ref: Any) -> list[Record]:
