@@ -21,9 +21,12 @@ from PIL import Image
 from sqlalchemy import create_engine, text
 
 from mmdedup import Platform
+from mmdedup.extract import clip
+from mmdedup.pipeline.ingest import PixelsWanted
+from mmdedup.pipeline.ray_engine import extract_block, folder_blocks
 
 from conftest import PG_URL, write_manifest
-from helpers import finish, mmdedup, pairs_by_ids, wait_for
+from helpers import TINY, finish, mmdedup, pairs_by_ids, wait_for
 
 pytest.importorskip("ray")
 
@@ -57,7 +60,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     address = f"127.0.0.1:{port}"
     try:
         assert started.returncode == 0, started.stderr
-        second = subprocess.run([RAY, "start", "--address", address, "--num-cpus", "1",
+        # A GPU as Ray counts them (a resource, not a device): the CLIP test's encoder
+        # runs in an actor that asks for one, on this machine's CPU.
+        second = subprocess.run([RAY, "start", "--address", address, "--num-cpus", "1", "--num-gpus", "1",
                                  "--node-ip-address", "127.0.0.1"],
                                 env=env, capture_output=True, text=True, timeout=180)
         assert second.returncode == 0, second.stderr
@@ -284,3 +289,60 @@ def test_the_database_dropping_every_connection_mid_job_leaves_a_consistent_stor
         assert proc.returncode == 2 and said.startswith("mmdedup: error: ") and "database" in said, err
         finish(mmdedup(home, url, *args, env=ENV))
     assert outcome(home, url) == expected_pictures
+
+
+# --- encoders where the pictures are read --------------------------------------------
+
+
+def tiny_registry(folder: Path, checkpoint: Path) -> Path:
+    """A registry naming the tiny CLIP by its checkpoint and its model config, as a
+    deployment names an architecture open_clip does not ship: what a worker loads."""
+    path = folder / "registry.toml"
+    config = checkpoint.parent / "configs" / f"{TINY}.json"
+    path.write_text(f'[clip]\nmodel = "{TINY}"\ncheckpoint = "{checkpoint}"\nconfig = "{config}"\n')
+    return path
+
+
+def test_clip_vectors_made_where_a_block_is_read_are_the_writers(
+        tmp_path: Path, tiny_checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "pictures"
+    for i in range(3):
+        picture(folder / f"p{i}.png", seed=i)
+    monkeypatch.setenv("MMDEDUP_MODEL_REGISTRY", str(tiny_registry(tmp_path, tiny_checkpoint)))
+    monkeypatch.setattr(clip, "_default", None)
+    with Platform.open(tmp_path / "home") as p:
+        signal = p.signal("clip")
+        pixels = PixelsWanted([signal])
+        assert pixels(None)
+        extractors = pixels.extractors()
+        block = folder_blocks(folder, sorted(folder.iterdir()), p.settings)[0]
+        records = extract_block(block, folder, str(tmp_path), p.settings, "", True, p.url, extractors)
+    loaded = [got for _, _, got in records]
+    assert all(li.pictures is None and "clip" in li.extracted for li in loaded)
+    again = extract_block(block, folder, str(tmp_path), p.settings, "", True, p.url)
+    here = signal.extract([li for _, _, li in again])
+    for li, vectors in zip(loaded, here):
+        assert vectors is not None and np.allclose(li.extracted["clip"], vectors, atol=1e-5)
+
+
+def test_pictures_encoded_by_an_actor_that_holds_a_gpu_give_the_local_engines_pairs(
+        new_store, tmp_path: Path, tiny_checkpoint: Path, cluster: str) -> None:
+    folder = tmp_path / "posts"
+    for i in range(6):
+        picture(folder / f"p{i}.png", seed=i)
+    picture(folder / "p0-copy.jpg", seed=0, quality=60)
+    env = {**ENV, "MMDEDUP_MODEL_REGISTRY": str(tiny_registry(tmp_path, tiny_checkpoint)),
+           "MMDEDUP_INGEST_CHUNK": "3"}
+    found = []
+    for name, engine in (("local", ()), ("ray", ("--engine", "ray", "--ray-address", cluster))):
+        home, url = new_store(name)
+        said = finish(mmdedup(home, url, "ingest", str(folder), "--no-progress", *engine, env=env))
+        assert "CLIP signal off" not in said
+        assert ("on 2 CPUs and 1 GPU encoding pictures" in said) == (name == "ray"), said
+        with Platform.open(home, url) as p:
+            found.append({tuple(sorted((x.a, x.b))): x for x in p.pairs("weak")})
+    local, ray_pairs = found
+    assert ("p0-copy.jpg", "p0.png") in local and local.keys() == ray_pairs.keys()
+    for key, pair in local.items():
+        assert "clip" in pair.signals and ray_pairs[key].tier == pair.tier
+        assert ray_pairs[key].signals["clip"] == pytest.approx(pair.signals["clip"], abs=1e-4)

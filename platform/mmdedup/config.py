@@ -344,6 +344,10 @@ class Settings:
     # alone): two 200 MB pictures a chunk rather than 2,000.
     ingest_chunk: int = setting(2000, COUNT)
     ingest_chunk_bytes: int = setting(512 * 1024 * 1024, COUNT)
+    # The ray engine's task: this many records at most (a manifest's lines, a folder's
+    # files), and a chunk's at most. Small enough that a folder of pictures keeps every
+    # worker busy; large enough that a task of texts is not mostly Ray's own overhead.
+    engine_block: int = setting(256, COUNT)
     # An exact-duplicate group pairs each new member with at most this many earlier ones
     # (the earliest first); clusters stay whole through union-find, the pairs table bounded.
     max_exact_pairs_per_item: int = setting(50, COUNT)

@@ -10,9 +10,12 @@ its own processes), per item. This machine has two cores, which the writer share
 the workers, so CPU per item is the figure to compare; wall time says what a second
 worker bought here.
 
-Pictures: N JPEG photos (picture_ingest_speed.py's, 1200x900), decoded and hashed where
-the engine extracts. Texts: N texts of 300-400 words with 10% near copies
-(store_growth.py's manifest).
+Pictures: N distinct 1200x900 JPEGs (smooth random scenes with a grain of noise, so a
+decode costs what a photo's does), every tenth a re-compressed, scaled copy of the one
+before: decoded and hashed where the engine extracts, and about as many pairs as a real
+folder has (a folder of crops of a few photos pairs everything with everything, and the
+writer's scoring, not the workers, is then the work). Texts: N texts of 300-400 words
+with 10% near copies (store_growth.py's manifest).
 
     python scripts/bench/ray_engine.py [--pictures 2000] [--texts 20000]
 """
@@ -28,12 +31,27 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+from PIL import Image
+
 sys.path.insert(0, str(Path(__file__).parent))
-from picture_ingest_speed import make_photos  # noqa: E402
 from store_growth import write_manifest  # noqa: E402
 
 RAY = str(Path(sys.executable).with_name("ray"))
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def make_pictures(folder: Path, n: int, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        if i % 10 == 9:
+            with Image.open(folder / f"p{i - 1:05d}.jpg") as before:
+                before.resize((1000, 750)).save(folder / f"p{i:05d}.jpg", quality=70)
+            continue
+        scene = Image.fromarray(rng.integers(0, 256, (6, 8, 3), dtype=np.uint8)).resize((1200, 900), Image.BICUBIC)
+        grain = rng.normal(0, 12, (900, 1200, 3))
+        pixels = np.clip(np.asarray(scene, np.float64) + grain, 0, 255).astype(np.uint8)
+        Image.fromarray(pixels).save(folder / f"p{i:05d}.jpg", quality=85)
 
 
 def machine_cpu() -> float:
@@ -113,7 +131,7 @@ def main() -> None:
         if args.pictures:
             photos = tmp / "photos"
             photos.mkdir()
-            make_photos(photos, args.pictures)
+            make_pictures(photos, args.pictures)
             compare("pictures", photos, args.pictures, tmp)
         if args.texts:
             manifest = tmp / "texts.jsonl"

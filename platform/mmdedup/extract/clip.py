@@ -59,6 +59,9 @@ class ClipSpec:
     pretrained: str | None
     checkpoint: Path | None
     registry: str  # where the spec came from, for messages
+    # An open_clip model config (JSON, named after the model) for an architecture
+    # open_clip does not ship: registered in each process that loads the model.
+    config: Path | None = None
 
 
 def load_spec(section: str = "clip") -> ClipSpec:
@@ -70,15 +73,18 @@ def load_spec(section: str = "clip") -> ClipSpec:
                                  'model name (e.g. model = "ViT-B-32")')
     pretrained = cfg.get("pretrained") or None
     checkpoint = cfg.get("checkpoint") or None
-    for key, value in (("pretrained", pretrained), ("checkpoint", checkpoint)):
+    config = cfg.get("config") or None
+    for key, value in (("pretrained", pretrained), ("checkpoint", checkpoint), ("config", config)):
         if value is not None and not isinstance(value, str):
             raise EncoderUnavailable(f"model registry {name}: [{section}] {key} must be a string")
-    path = None
-    if checkpoint:
-        path = Path(checkpoint).expanduser()
-        if not path.is_absolute():
-            path = registry_dir(res) / path
-    return ClipSpec(cfg["model"], pretrained, path, name)
+
+    def local(value: str | None) -> Path | None:
+        if not value:
+            return None
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else registry_dir(res) / path
+
+    return ClipSpec(cfg["model"], pretrained, local(checkpoint), name, local(config))
 
 
 def file_sha256(path: Path) -> str:
@@ -256,6 +262,11 @@ class ClipEncoder:
                              "on, install the ml extra: pip install 'mmdedup[ml]'") from exc
         spec = self.spec
         version = self.version
+        if spec.config is not None:
+            if not spec.config.is_file():
+                raise self._fail(f"no model config at {spec.config} (config under [clip] in "
+                                 f"{spec.registry})")
+            open_clip.add_model_config(spec.config)
         if open_clip.get_model_config(spec.model) is None:
             raise self._fail(f"unknown open_clip model {spec.model!r} in {spec.registry}; "
                              "open_clip.list_models() lists the known ones")

@@ -230,6 +230,10 @@ class LoadedItem:
     # The decoded pictures, kept (with the video's keyframe images) only when a signal
     # that reads pixels is on (CLIP): decoded once, shared by every signal.
     pictures: list[Any] | None = None
+    # Signals' values extracted where the item was loaded ({signal name: value}): a
+    # cluster's workers run `Signal.worker_extract` (CLIP's vectors) and send these, not
+    # the pixels.
+    extracted: dict[str, Any] = field(default_factory=dict)
 
     @property
     def signal_text(self) -> str:

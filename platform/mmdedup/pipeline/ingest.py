@@ -242,6 +242,13 @@ class PixelsWanted:
             self.answer = any(s.wants_pixels() for s in self.signals)
         return self.answer
 
+    def extractors(self) -> dict[str, Callable] | None:
+        """{signal name: `worker_extract`} of every signal that reads pixels, for an engine
+        that can run them where the items are loaded and send values instead of pixels;
+        None when one of them has none (the pixels must then come here)."""
+        wanted = {s.name: s.worker_extract() for s in self.signals if s.wants_pixels()}
+        return wanted if wanted and all(wanted.values()) else None
+
 
 # An engine reads and extracts a source chunk by chunk, in order, for `run_ingest` to write:
 # called with whether a chunk's pictures stay decoded (`PixelsWanted`) and the stored

@@ -4,11 +4,14 @@ The source is cut into blocks where it is read (manifest line spans, lists of a 
 files, Python items' entries); each block is one Ray task, which reads its records,
 asks the store which of them it already holds unchanged, and loads the rest (files read
 and checked, pictures and pages decoded and hashed, video keyframes, text tokens): the
-work that pays for more cores. The blocks come back in order and `run_ingest` writes
+work that pays for more cores. Signals that read pixels (CLIP) extract there too, through
+their `worker_extract`, on an actor per GPU where the cluster has GPUs: the vectors come
+back, not the pixels. The blocks come back in order and `run_ingest` writes
 them chunk by chunk in this process, as the local engine's, so the results are the same
-whichever engine ran (tests/test_ray_engine.py compares them). A few more blocks than
-the cluster has cores are in flight at once: enough to keep every worker busy while
-this process writes, few enough to bound what waits in memory.
+whichever engine ran (tests/test_ray_engine.py compares them). Blocks are of
+`engine_block` records (a chunk's at most), and two chunks' worth of them (at least two
+per core) are in flight at once: the workers go on extracting while this process writes
+a chunk, and what waits in memory stays bounded.
 
 Every worker must reach the source's files and the store at the paths this process
 uses: a one-machine cluster with SQLite, or PostgreSQL and a shared file system.
@@ -30,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
 from ..config import Settings
-from ..input.items import Entry, storable_id
+from ..input.items import Entry, LoadedItem, storable_id
 from ..input.sources import FirstOfEachId, Span, manifest_entries, manifest_spans, read_folder
 from ..store.db import open_store
 from ..store.items import fingerprints
@@ -63,20 +66,24 @@ class Block:
         return self.span.lines if self.span is not None else len(self.files) + len(self.entries)
 
 
+def block_size(settings: Settings) -> int:
+    return min(settings.engine_block, settings.ingest_chunk)
+
+
 def manifest_blocks(path: Path, settings: Settings) -> list[Block]:
     path = path.absolute()
-    return [Block(manifest=path, span=span) for span in manifest_spans(path, settings.ingest_chunk)]
+    return [Block(manifest=path, span=span) for span in manifest_spans(path, block_size(settings))]
 
 
 def folder_blocks(folder: Path, files: list[Path], settings: Settings) -> list[Block]:
     """(Paths made absolute, not resolved: a link is read as the local engine reads it.)"""
-    whole, n = folder.absolute(), settings.ingest_chunk
+    whole, n = folder.absolute(), block_size(settings)
     return [Block(folder=whole, files=tuple(whole / p.relative_to(folder) for p in files[i:i + n]))
             for i in range(0, len(files), n)]
 
 
 def entry_blocks(entries: Iterable[Entry], settings: Settings) -> list[Block]:
-    listed, n = list(entries), settings.ingest_chunk
+    listed, n = list(entries), block_size(settings)
     return [Block(entries=tuple(listed[i:i + n])) for i in range(0, len(listed), n)]
 
 
@@ -86,7 +93,7 @@ class RayEngine:
     `url`: the store the workers ask for fingerprints; `address`: the cluster's ("auto",
     HOST:PORT) or None for Ray's own choice ($RAY_ADDRESS, else a cluster of this
     machine). After a run, `summary` says what the cluster did: blocks, records, CPUs,
-    seconds."""
+    GPUs encoding pictures, seconds."""
 
     def __init__(self, blocks: list[Block], root: Path | None, settings: Settings, id_prefix: str,
                  url: str, address: str | None, progress: bool = False) -> None:
@@ -101,7 +108,16 @@ class RayEngine:
         ray = connect(self.address)
         task = ray.remote(max_retries=RETRIES)(extract_block)
         keep = pixels(None)  # (a block's content is known only where it is read)
+        # Signals that read pixels extract where the block is read, in the task, or on an
+        # accelerator: one actor per GPU of the cluster holds the models (Ray gives each
+        # its GPU), and the tasks send it their pictures.
+        extractors = pixels.extractors() if keep else None
+        gpus = int(ray.cluster_resources().get("GPU", 0))
+        actors = ([ray.remote(num_gpus=1, num_cpus=0, max_restarts=RETRIES, max_task_retries=RETRIES)
+                   (Extractors).remote(extractors) for _ in range(gpus)]
+                  if extractors and gpus else [])
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        ahead = max(2 * cpus, -(-2 * self.settings.ingest_chunk // block_size(self.settings)))
         seen = FirstOfEachId()
         started, records = time.perf_counter(), 0
         bar = tqdm(total=len(self.blocks), unit="block", desc="read and extract", position=1,
@@ -110,10 +126,11 @@ class RayEngine:
         def done() -> Iterator[Record]:
             nonlocal records
             pending: deque[Any] = deque()
-            for block in self.blocks:
+            for i, block in enumerate(self.blocks):
+                where = actors[i % len(actors)] if actors else extractors
                 pending.append(task.remote(block, self.root, self.cwd, self.settings, self.id_prefix,
-                                           keep, self.url))
-                if len(pending) >= 2 * cpus:
+                                           keep, self.url, where))
+                if len(pending) >= ahead:
                     got = _result(ray, pending.popleft())
                     records += len(got)
                     bar.update()
@@ -134,7 +151,7 @@ class RayEngine:
         finally:
             bar.close()
         self.summary = {"blocks": len(self.blocks), "records": records, "cpus": cpus,
-                        "seconds": round(time.perf_counter() - started, 3)}
+                        "gpus": len(actors), "seconds": round(time.perf_counter() - started, 3)}
 
 
 def connect(address: str | None) -> Any:
@@ -181,10 +198,12 @@ def _result(ray: Any, ref: Any) -> list[Record]:
 
 
 def extract_block(block: Block, root: Path | None, cwd: str, settings: Settings, id_prefix: str,
-                  keep_pixels: bool, url: str) -> list[Record]:
+                  keep_pixels: bool, url: str, extractors: Any = None) -> list[Record]:
     """A task: the block's entries read, keyed, sized and extracted, the items the store
     holds unchanged only read and hashed. Relative paths without a `root` are the
-    driver's: this worker takes its working directory `cwd`."""
+    driver's: this worker takes its working directory `cwd`. `extractors`: the pixel
+    signals' `worker_extract` ({name: callable}, run here) or an `Extractors` actor
+    holding them; their values go back in place of the pixels."""
     if root is None:
         os.chdir(cwd)
     entries = [keyed(e) for e in _read(block, settings, id_prefix)]
@@ -192,7 +211,37 @@ def extract_block(block: Block, root: Path | None, cwd: str, settings: Settings,
     with _store(url)() as session:
         known = {id_: fp for id_, (_, fp) in fingerprints(session, ids).items()}
     extracted: Extracted = extract_entries(entries, root, settings, keep_pixels, known)
+    loaded = [x for x in extracted if isinstance(x, LoadedItem) and (x.pictures or x.video is not None)]
+    if extractors is not None and loaded:
+        if isinstance(extractors, dict):
+            values = run_extractors(extractors, loaded)
+        else:
+            import ray
+
+            values = ray.get(extractors.run.remote(loaded))
+        for li, got in zip(loaded, values):
+            li.extracted.update(got)
+            li.pictures = None
+            if li.video is not None:
+                li.video.images = None
     return [(e, entry_bytes(e, root), got) for e, got in zip(entries, extracted)]
+
+
+def run_extractors(extractors: dict[str, Callable], items: list[LoadedItem]) -> list[dict[str, Any]]:
+    """Each item's {signal name: value} by the signals' `worker_extract`."""
+    values = {name: extract(items) for name, extract in extractors.items()}
+    return [{name: got[i] for name, got in values.items()} for i in range(len(items))]
+
+
+class Extractors:
+    """A Ray actor holding the pixel signals' extractors on one GPU: their models load
+    once, and every task's pictures are encoded there."""
+
+    def __init__(self, extractors: dict[str, Callable]) -> None:
+        self.extractors = extractors
+
+    def run(self, items: list[LoadedItem]) -> list[dict[str, Any]]:
+        return run_extractors(self.extractors, items)
 
 
 def _read(block: Block, settings: Settings, id_prefix: str) -> Iterable[Entry]:

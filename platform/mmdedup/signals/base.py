@@ -16,7 +16,8 @@ class below owns what every signal does the same way
 
 and each signal supplies only what is its own: its name and settings, `version`,
 `extract`, `pack`/`unpack`, its index (`new_index`, `index_add`, `index_remove`,
-`search`) and `similarity`. A signal without an index (`dom`) proposes no candidates of
+`search`) and `similarity` (and, where its extraction is worth sending to a cluster's
+workers, `worker_extract`). A signal without an index (`dom`) proposes no candidates of
 its own and only scores pairs others found. `registry.py` lists the signals; fusion, the
 pairs table, queries, the report and the review screen take their names from there.
 """
@@ -94,6 +95,13 @@ class Signal(Generic[V, S]):
         """Pure, batch-first: each item's value, None where the item has none."""
         raise NotImplementedError
 
+    def worker_extract(self) -> Callable[[Sequence[LoadedItem]], list[V | None]] | None:
+        """`extract` as a picklable callable that an engine runs where the items are
+        loaded (a cluster's workers, or actors on its accelerators), giving what `extract`
+        gives; None: the signal extracts only here. What it gives reaches `on_chunk` in
+        `LoadedItem.extracted`."""
+        return None
+
     def pack(self, value: V) -> bytes:
         raise NotImplementedError
 
@@ -142,7 +150,7 @@ class Signal(Generic[V, S]):
         version = self.version()
         if version is None or not changed:
             return None
-        values = self.extract([li for _, li in changed])
+        values = self.extracted([li for _, li in changed])
         index = self.index(session) if self.index_parts else None
         if index is not None:
             self.index_remove(index, np.fromiter((pk for pk, _ in changed), np.int64, len(changed)))
@@ -158,6 +166,12 @@ class Signal(Generic[V, S]):
         self.indexed_write(session)
         rows, others = self.search(index, found)
         return np.stack([pks[rows], others], axis=1) if len(rows) else None
+
+    def extracted(self, items: Sequence[LoadedItem]) -> list[V | None]:
+        """Each item's value: extracted where it was loaded, else by `extract` here."""
+        todo = [li for li in items if self.name not in li.extracted]
+        made = iter(self.extract(todo) if todo else ())
+        return [li.extracted[self.name] if self.name in li.extracted else next(made) for li in items]
 
     def after_chunk(self) -> None:
         """Between chunks, outside any transaction (model refreshes)."""

@@ -18,7 +18,7 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from ..config import Calibration, Flag, Knots, Number, SignalSettings, setting
-from ..extract.clip import ClipEncoder, default_encoder
+from ..extract.clip import ClipEncoder, ClipSpec, default_encoder
 from ..extract.registry import EncoderUnavailable
 from ..index.slots import entry_ids
 from ..index.vectors import VectorIndex
@@ -103,25 +103,17 @@ class ClipSignal(Signal[np.ndarray, ClipSettings]):
 
     def on_chunk(self, session, changed):  # noqa: ANN001, ANN201
         # The model loads only once a chunk has pictures or a video.
-        if any(li.pictures or li.video is not None for _, li in changed) and self.encoder is not None:
+        if any(li.pictures or li.video is not None or self.name in li.extracted for _, li in changed) \
+                and self.encoder is not None:
             return super().on_chunk(session, changed)
         return None
 
     def extract(self, items: Sequence[LoadedItem]) -> list[np.ndarray | None]:
-        """CLIP vectors of each item's pictures, then of its video's keyframes (spread over
-        the video, MAX_IMAGES in all): one set per item, so the signal is the best match
-        whichever medium the picture came in."""
+        return clip_vectors(self.encoder, items)
+
+    def worker_extract(self) -> ClipVectors | None:
         encoder = self.encoder
-        out: list[np.ndarray | None] = []
-        for li in items:
-            images = list(li.pictures or [])
-            keyframes = li.video.images if li.video is not None and li.video.images else []
-            room = MAX_IMAGES - len(images)
-            if keyframes and room > 0:
-                keep = np.unique(np.linspace(0, len(keyframes) - 1, min(room, len(keyframes))).astype(int))
-                images += [keyframes[i] for i in keep]
-            out.append(encoder.encode_images(images) if images and encoder is not None else None)
-        return out
+        return ClipVectors(encoder.spec, encoder.allow_download) if encoder is not None else None
 
     def pack(self, vectors: np.ndarray) -> bytes:
         return vectors.astype("<f4").tobytes()
@@ -180,3 +172,36 @@ class ClipSignal(Signal[np.ndarray, ClipSettings]):
             best[pk] = max(cosine, best.get(pk, -1.0))
         return {pk: (float(calibrate(c, self.config.text_calibration)), {"clip_text_cosine": float(c)})
                 for pk, c in best.items()}
+
+
+def clip_vectors(encoder: ClipEncoder | None, items: Sequence[LoadedItem]) -> list[np.ndarray | None]:
+    """CLIP vectors of each item's pictures, then of its video's keyframes (spread over
+    the video, MAX_IMAGES in all): one set per item, so the signal is the best match
+    whichever medium the picture came in."""
+    out: list[np.ndarray | None] = []
+    for li in items:
+        images = list(li.pictures or [])
+        keyframes = li.video.images if li.video is not None and li.video.images else []
+        room = MAX_IMAGES - len(images)
+        if keyframes and room > 0:
+            keep = np.unique(np.linspace(0, len(keyframes) - 1, min(room, len(keyframes))).astype(int))
+            images += [keyframes[i] for i in keep]
+        out.append(encoder.encode_images(images) if images and encoder is not None else None)
+    return out
+
+
+@dataclass(frozen=True)
+class ClipVectors:
+    """`ClipSignal.extract` where the items are loaded: the encoder of the same registry
+    entry, loaded once a process (on the GPU Ray gave the process, where it gave one)."""
+
+    spec: ClipSpec
+    allow_download: bool
+
+    def __call__(self, items: Sequence[LoadedItem]) -> list[np.ndarray | None]:
+        if (encoder := _ENCODERS.get(self)) is None:
+            encoder = _ENCODERS[self] = ClipEncoder(self.spec, allow_download=self.allow_download)
+        return clip_vectors(encoder, items)
+
+
+_ENCODERS: dict[ClipVectors, ClipEncoder] = {}  # a worker's loaded encoders
