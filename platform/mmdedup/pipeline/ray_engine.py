@@ -126,20 +126,23 @@ class RayEngine:
         def done() -> Iterator[Record]:
             nonlocal records
             pending: deque[Any] = deque()
-            for i, block in enumerate(self.blocks):
-                where = actors[i % len(actors)] if actors else extractors
-                pending.append(task.remote(block, self.root, self.cwd, self.settings, self.id_prefix,
-                                           keep, self.url, where))
-                if len(pending) >= ahead:
+            try:
+                for i, block in enumerate(self.blocks):
+                    where = actors[i % len(actors)] if actors else extractors
+                    pending.append(task.remote(block, self.root, self.cwd, self.settings,
+                                               self.id_prefix, keep, self.url, where))
+                    if len(pending) >= ahead:
+                        got = _result(ray, pending.popleft())
+                        records += len(got)
+                        bar.update()
+                        yield from got
+                while pending:
                     got = _result(ray, pending.popleft())
                     records += len(got)
                     bar.update()
                     yield from got
-            while pending:
-                got = _result(ray, pending.popleft())
-                records += len(got)
-                bar.update()
-                yield from got
+            finally:
+                _abandon(ray, pending)
 
         def first(record: Record) -> Record:
             entry = seen(record[0])
@@ -195,6 +198,20 @@ def _result(ray: Any, ref: Any) -> list[Record]:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
         raise (exc.cause or exc) from None
+
+
+def _abandon(ray: Any, pending: Iterable[Any]) -> None:
+    """Tasks a run stopped waiting for (it failed, or its writer did): cancelled, and their
+    outcome taken, so that Ray does not print each one's error at exit after the one line
+    the run ends with."""
+    pending = list(pending)
+    for ref in pending:
+        ray.cancel(ref, force=True)
+    for ref in pending:
+        try:
+            ray.get(ref, timeout=CONNECT_SECONDS)
+        except Exception:  # noqa: BLE001, S110 - cancelled, failed, or slow to go: all the same now
+            pass
 
 
 def extract_block(block: Block, root: Path | None, cwd: str, settings: Settings, id_prefix: str,
