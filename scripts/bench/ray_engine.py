@@ -23,6 +23,7 @@ with 10% near copies (store_growth.py's manifest).
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import socket
 import subprocess
@@ -42,16 +43,24 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "RAY_AUTH_MODE": "disabled", "RAY_US
 
 
 def make_pictures(folder: Path, n: int, seed: int = 0) -> None:
-    rng = np.random.default_rng(seed)
-    for i in range(n):
+    """The pictures, written by a process per core (a tenth of them copies)."""
+    with multiprocessing.Pool() as pool:
+        pool.starmap(_write_pictures, [(folder, range(i, min(i + 500, n)), seed) for i in range(0, n, 500)])
+
+
+def _write_pictures(folder: Path, numbers: range, seed: int) -> None:
+    rng = np.random.default_rng([seed, numbers.start])
+    grain = rng.normal(0, 12, (1000, 1300, 3)).astype(np.float32)  # windows of it, at random
+    for i in numbers:
         if i % 10 == 9:
-            with Image.open(folder / f"p{i - 1:05d}.jpg") as before:
-                before.resize((1000, 750)).save(folder / f"p{i:05d}.jpg", quality=70)
-            continue
-        scene = Image.fromarray(rng.integers(0, 256, (6, 8, 3), dtype=np.uint8)).resize((1200, 900), Image.BICUBIC)
-        grain = rng.normal(0, 12, (900, 1200, 3))
-        pixels = np.clip(np.asarray(scene, np.float64) + grain, 0, 255).astype(np.uint8)
-        Image.fromarray(pixels).save(folder / f"p{i:05d}.jpg", quality=85)
+            continue  # (written with the one before)
+        scene = np.asarray(Image.fromarray(rng.integers(0, 256, (6, 8, 3), dtype=np.uint8))
+                           .resize((1200, 900), Image.BICUBIC), np.float32)
+        y, x = rng.integers(0, 100), rng.integers(0, 100)
+        picture = Image.fromarray(np.clip(scene + grain[y:y + 900, x:x + 1200], 0, 255).astype(np.uint8))
+        picture.save(folder / f"p{i:05d}.jpg", quality=85)
+        if i % 10 == 8 and i + 1 < numbers.stop:  # the next one: this one re-compressed and scaled
+            picture.resize((1000, 750)).save(folder / f"p{i + 1:05d}.jpg", quality=70)
 
 
 def machine_cpu() -> float:
