@@ -53,7 +53,7 @@ class IngestReport:
     near_pairs: int = 0
     chunks: int = 0  # transactions committed
     # The engine that read and extracted, and what it says of its work (the ray engine:
-    # blocks, records, CPUs, seconds).
+    # blocks, records, CPUs, GPUs encoding pictures, seconds).
     engine: dict[str, object] = field(default_factory=lambda: {"name": "local"})
 
     def summary(self) -> str:
