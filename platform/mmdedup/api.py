@@ -160,7 +160,7 @@ class Platform:
                                     self.settings, id_prefix, self.url, ray_address, progress)
                 else:
                     run = local_engine(read_folder(folder, files, self.settings, id_prefix),
-                                       folder, self.settings, workers)
+                                       folder, self.settings, self.sessions, workers)
                 return self._run(run, name, len(files), progress)
             if not path.is_file():
                 raise FileNotFoundError(f"no manifest or folder at {path}")
@@ -174,14 +174,14 @@ class Platform:
                 # whole manifest, seconds for a few gigabytes, before the first item)
                 total = count_manifest_lines(path, self.settings) if progress else None
                 run = local_engine(read_manifest(path, self.settings, id_prefix), path.parent,
-                                   self.settings, workers)
+                                   self.settings, self.sessions, workers)
             return self._run(run, str(path.resolve()), total, progress)
         items = list(source)
         entries = read_items(items, id_prefix)
         base = Path(root) if root else None
         run = (RayEngine(entry_blocks(entries, self.settings), base, self.settings, "", self.url,
                          ray_address, progress) if engine == "ray"
-               else local_engine(entries, base, self.settings, workers))
+               else local_engine(entries, base, self.settings, self.sessions, workers))
         return self._run(run, source_name, len(items), progress)
 
     def _refuse_taken(self, folder: Path, ids: list[str], source: str) -> None:

@@ -114,12 +114,7 @@ def run_ingest(
                 told.add(message)
                 bar.write(message, file=sys.stderr)
 
-        def stored(chunk: list[Entry]) -> dict[str, str]:
-            ids = [e.item.id for e in chunk if e.item is not None and storable_id(e.item.id)]
-            with factory() as session:
-                return {id_: fp for id_, (_, fp) in stored_items.fingerprints(session, ids).items()}
-
-        for chunk, extracted in engine(pixels, stored):
+        for chunk, extracted in engine(pixels):
             with factory.begin() as session:
                 take_write_lock(session, on_wait=say_once)
                 if follow is not None:
@@ -168,6 +163,14 @@ def keyed(entry: Entry) -> Entry:
     failure of every record."""
     entry.key = stored_items.failure_key(entry.key)
     return entry
+
+
+def stored_fingerprints(sessions: sessionmaker[Session], entries: list[Entry]) -> dict[str, str]:
+    """{id: fingerprint} of the entries' items the store holds: what tells an unchanged
+    item before it is decoded or tokenised."""
+    ids = [e.item.id for e in entries if e.item is not None and storable_id(e.item.id)]
+    with sessions() as session:
+        return {id_: fp for id_, (_, fp) in stored_items.fingerprints(session, ids).items()}
 
 
 def entry_bytes(entry: Entry, root: Path | None) -> int:
@@ -251,24 +254,25 @@ class PixelsWanted:
 
 
 # An engine reads and extracts a source chunk by chunk, in order, for `run_ingest` to write:
-# called with whether a chunk's pictures stay decoded (`PixelsWanted`) and the stored
-# fingerprints of a chunk's ids.
+# called with whether a chunk's pictures stay decoded (`PixelsWanted`).
 Chunks = Iterator[tuple[list[Entry], Extracted]]
-Engine = Callable[[PixelsWanted, Callable[[list[Entry]], dict[str, str]]], Chunks]
+Engine = Callable[[PixelsWanted], Chunks]
 
 
 def local_engine(entries: Iterable[Entry], root: Path | None, settings: Settings,
-                 workers: int = 1) -> Engine:
-    """This machine's engine. `workers`: processes in all; with more than one, workers - 1
-    processes extract (files read and checked, pages, image codes, video frames, text
-    tokens) chunks ahead of this one, which writes."""
-    return partial(_extracted_chunks, entries, root, settings, workers)
+                 sessions: sessionmaker[Session], workers: int = 1) -> Engine:
+    """This machine's engine, asking the store at `sessions` which items it holds
+    unchanged. `workers`: processes in all; with more than one, workers - 1 processes
+    extract (files read and checked, pages, image codes, video frames, text tokens)
+    chunks ahead of this one, which writes."""
+    return partial(_extracted_chunks, entries, root, settings, sessions, workers)
 
 
 def _extracted_chunks(
-    entries: Iterable[Entry], root: Path | None, settings: Settings, workers: int,
-    pixels: PixelsWanted, stored: Callable[[list[Entry]], dict[str, str]],
+    entries: Iterable[Entry], root: Path | None, settings: Settings,
+    sessions: sessionmaker[Session], workers: int, pixels: PixelsWanted,
 ) -> Chunks:
+    stored = partial(stored_fingerprints, sessions)
     chunks = chunked(map(keyed, entries), partial(entry_bytes, root=root), settings)
     if workers <= 1:
         for chunk in chunks:

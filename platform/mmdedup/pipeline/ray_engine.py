@@ -33,11 +33,11 @@ from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
 from ..config import Settings
-from ..input.items import Entry, LoadedItem, storable_id
+from ..input.items import Entry, LoadedItem
 from ..input.sources import FirstOfEachId, Span, manifest_entries, manifest_spans, read_folder
 from ..store.db import open_store
-from ..store.items import fingerprints
-from .ingest import Chunks, Extracted, PixelsWanted, chunked, entry_bytes, extract_entries, keyed
+from .ingest import (Chunks, Extracted, PixelsWanted, chunked, entry_bytes, extract_entries, keyed,
+                     stored_fingerprints)
 
 
 CONNECT_SECONDS = 5
@@ -102,7 +102,7 @@ class RayEngine:
         self.cwd, self.url, self.address, self.progress = os.getcwd(), url, address, progress
         self.summary: dict[str, float | int] = {}
 
-    def __call__(self, pixels: PixelsWanted, stored: Callable[[list[Entry]], dict[str, str]]) -> Chunks:
+    def __call__(self, pixels: PixelsWanted) -> Chunks:
         """The blocks' records in order, chunked as the local engine chunks its entries:
         ids repeated across blocks are refused here, where every block is seen in order."""
         ray = connect(self.address)
@@ -112,11 +112,11 @@ class RayEngine:
         # accelerator: one actor per GPU of the cluster holds the models (Ray gives each
         # its GPU), and the tasks send it their pictures.
         extractors = pixels.extractors() if keep else None
-        gpus = int(ray.cluster_resources().get("GPU", 0))
+        resources = ray.cluster_resources()
+        gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))
         actors = ([ray.remote(num_gpus=1, num_cpus=0, max_restarts=RETRIES, max_task_retries=RETRIES)
                    (Extractors).remote(extractors) for _ in range(gpus)]
                   if extractors and gpus else [])
-        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         ahead = max(2 * cpus, -(-2 * self.settings.ingest_chunk // block_size(self.settings)))
         seen = FirstOfEachId()
         started, records = time.perf_counter(), 0
@@ -124,23 +124,24 @@ class RayEngine:
                    leave=False, disable=not self.progress)
 
         def done() -> Iterator[Record]:
-            nonlocal records
             pending: deque[Any] = deque()
+
+            def oldest() -> list[Record]:
+                nonlocal records
+                got = _result(ray, pending.popleft())
+                records += len(got)
+                bar.update()
+                return got
+
             try:
                 for i, block in enumerate(self.blocks):
                     where = actors[i % len(actors)] if actors else extractors
                     pending.append(task.remote(block, self.root, self.cwd, self.settings,
                                                self.id_prefix, keep, self.url, where))
                     if len(pending) >= ahead:
-                        got = _result(ray, pending.popleft())
-                        records += len(got)
-                        bar.update()
-                        yield from got
+                        yield from oldest()
                 while pending:
-                    got = _result(ray, pending.popleft())
-                    records += len(got)
-                    bar.update()
-                    yield from got
+                    yield from oldest()
             finally:
                 _abandon(ray, pending)
 
@@ -224,9 +225,7 @@ def extract_block(block: Block, root: Path | None, cwd: str, settings: Settings,
     if root is None:
         os.chdir(cwd)
     entries = [keyed(e) for e in _read(block, settings, id_prefix)]
-    ids = [e.item.id for e in entries if e.item is not None and storable_id(e.item.id)]
-    with _store(url)() as session:
-        known = {id_: fp for id_, (_, fp) in fingerprints(session, ids).items()}
+    known = stored_fingerprints(_store(url), entries)
     extracted: Extracted = extract_entries(entries, root, settings, keep_pixels, known)
     loaded = [x for x in extracted if isinstance(x, LoadedItem) and (x.pictures or x.video is not None)]
     if extractors is not None and loaded:
