@@ -31,17 +31,29 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     assert PG_URL is not None
     schema = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        yield schema_store(schema)
+    finally:
+        drop_schemas([schema])
+
+
+def schema_store(schema: str) -> str:
+    """The URL of a new, empty store in its own PostgreSQL schema. No connection is held
+    after: a test may end every one."""
     admin = create_engine(PG_URL)
     with admin.begin() as conn:
         conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    admin.dispose()  # (no connection held through the test, which may end every one)
+    admin.dispose()
     url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-    try:
-        yield url.render_as_string(hide_password=False)
-    finally:
-        with admin.begin() as conn:
+    return url.render_as_string(hide_password=False)
+
+
+def drop_schemas(schemas: list[str]) -> None:
+    admin = create_engine(PG_URL)
+    with admin.begin() as conn:
+        for schema in schemas:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        admin.dispose()
+    admin.dispose()
 
 
 @pytest.fixture
@@ -56,19 +68,13 @@ def new_store(db_url: str, tmp_path: Path) -> Iterator[Callable[[str], tuple[Pat
         if db_url.startswith("sqlite"):
             return home, f"sqlite:///{home / 'store.db'}"
         schema = f"{make_url(db_url).query['options'].split('=')[1]}_{name}"
-        with create_engine(PG_URL).begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+        url = schema_store(schema)
         schemas.append(schema)
-        url = make_url(PG_URL).update_query_dict({"options": f"-csearch_path={schema}"})
-        return home, url.render_as_string(hide_password=False)
+        return home, url
 
     yield make
     if schemas:
-        engine = create_engine(PG_URL)
-        with engine.begin() as conn:
-            for schema in schemas:
-                conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
-        engine.dispose()
+        drop_schemas(schemas)
 
 
 @pytest.fixture
