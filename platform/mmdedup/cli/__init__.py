@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import os
 import signal
 import sys
@@ -208,6 +209,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A character the terminal's encoding cannot take is written as an escape, not a crash.
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    # A lost database connection is said in one line (`problem`); psycopg would add its
+    # own warning of the pipeline it could not close on the way out.
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "labels" and args.format and not (args.export or args.out):
