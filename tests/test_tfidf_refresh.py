@@ -261,3 +261,21 @@ def test_a_part_of_the_corpus_that_moved_is_signed_even_when_the_average_hardly_
     assert moved.mean() < 0.01 and worth_signing(moved, 0.01)
     assert worth_signing(np.zeros(0), 0.01)  # nothing to judge by: signed
     assert worth_signing(stable, 0.0)
+
+
+def test_an_ingest_starting_as_another_switches_versions_signs_nothing_back(
+        db_url: str, tmp_path: Path) -> None:
+    """An ingest that read the models just before another ingest's refresh switched them
+    and tidied: catching up must follow the new version, not take every text the refresh
+    signed for stale and sign it back under the old one."""
+    items, designed = corpus(2 * MIN_DOCS)
+    with store(tmp_path / "s", db_url, at_once=10**9) as late:
+        old = late.signal("text").signer.version  # read as this ingest starts
+        with store(tmp_path / "s", db_url, at_once=10**9) as first:
+            first.ingest(items)  # reaches the refresh point: refreshed whole, tidied
+            active = first.signal("text").signer.version
+        assert active != old
+        assert late.signal("text").catch_up() is False
+        model, sigs, pairs = outcome(late)
+    assert {name for (_, kind), ((_, name), _) in sigs.items() if kind == "text"} == {active}
+    assert designed <= pairs

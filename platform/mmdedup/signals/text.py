@@ -231,21 +231,26 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def catch_up(self) -> bool:
         """Sign again, before an ingest adds texts, every stored text whose signature is of
-        another version than the signer's (a new release changed the tokenizer or the
-        sketches, or a re-sign was cut short): signatures of other versions are never
+        another version than the active models' (a new release changed the tokenizer or
+        the sketches, or a re-sign was cut short): signatures of other versions are never
         compared, so those items would otherwise drop out of text pairing. Checked once
         per signer version in a process; True if texts were signed again. A store with
-        no text signature has none to redo: the signer (its TF-IDF model) is not loaded."""
+        no text signature has none to redo: the signer (its TF-IDF model) is not loaded.
+        Judged under the write lock, after following the models: another ingest's
+        refresh may switch versions at any moment, and a signer read before its switch
+        would take every text it tidied for stale and sign them back under the old one."""
         with self.sessions() as session:
             if not has_any(session, self.name):
                 return False
-        version = self.signer.version
-        if self._caught_up == version:
-            return False
-        with self.sessions() as session:
+        with self.sessions.begin() as session:
+            take_write_lock(session)
+            self._follow_refresh(session)
+            version = self.signer.version
+            if self._caught_up == version:
+                return False
             if self.refresher.tidying(session):
                 return False  # (the old version's signatures are the tidy's to replace)
-        stale = self._has_stale_signatures()
+            stale = has_other_version(session, self.name, version)
         if stale:
             self.resign_all()
         self._caught_up = version
@@ -570,6 +575,9 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         for pks, tokens, texts in self._scan_texts():
             with self.sessions.begin() as session:
                 take_write_lock(session)
+                # (a refresh another ingest starts meanwhile signs every text into its own
+                # slot; once it switches, the batches left are signed under its version)
+                self._follow_refresh(session)
                 found = self._sign(session, pks, tokens, texts)
                 if self.rescore is not None:
                     both = np.concatenate([found, pairs_touching(session, pks.tolist())])
