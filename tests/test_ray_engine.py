@@ -122,7 +122,11 @@ def test_a_manifest_through_the_ray_engine_gives_what_the_local_engine_gives(
     assert ran.splitlines()[0] == said
     lines = manifest.read_text().splitlines()
     blocks, records = -(-len(lines) // 16), sum(1 for line in lines if line.strip())
-    assert f"ray engine: {blocks} blocks, {records} records read and extracted on 2 CPUs" in ran, ran
+    texts = sum(1 for line in lines if '"text"' in line)
+    # Every text signed where it was read (those signed before the TF-IDF refresh this run
+    # crosses are signed again here, under the new version: the pairs say so).
+    assert (f"ray engine: {blocks} blocks, {records} records read and extracted on 2 CPUs "
+            f"(values made there: {texts} text)") in ran, ran
     assert outcome(home, url) == expected
 
     # A rerun: every item read, hashed and found unchanged where it was read, nothing written.
@@ -165,6 +169,11 @@ def test_a_folder_and_python_items_through_the_ray_engine(new_store, tmp_path: P
             with Platform.open(h, u) as p:
                 report = p.ingest(items, source_name="batch", **engine)
                 assert (report.new, report.failed) == (len(items) - 1, 1)
+                # The writer takes the workers' sketches of every text it writes before the
+                # TF-IDF refresh (at 100 texts); those in flight then it signs again.
+                signed = p.signal("text").signed
+                assert signed.total() == len(first + second)
+                assert signed["worker" if engine else "here"] >= 100
     finally:
         ray.shutdown()
     assert outcome(*homes[1]) == outcome(*homes[0])

@@ -23,8 +23,10 @@ def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
     if report.engine["name"] == "ray" and report.engine.get("blocks"):
         e = report.engine
         gpus = f" and {e['gpus']} GPU{'s' if e['gpus'] != 1 else ''} encoding pictures" if e["gpus"] else ""
+        made = ", ".join(f"{n} {name}" for name, n in e["extracted"].items())
+        made = f" (values made there: {made})" if made else ""
         say(f"ray engine: {e['blocks']} blocks, {e['records']} records read and extracted on "
-            f"{e['cpus']} CPUs{gpus} in {e['seconds']:.1f} s", err=True)
+            f"{e['cpus']} CPUs{gpus}{made} in {e['seconds']:.1f} s", err=True)
     if report.failed:
         say("see `mmdedup failures` for the reasons; a rerun retries them", err=True)
     return 0

@@ -53,7 +53,8 @@ class IngestReport:
     near_pairs: int = 0
     chunks: int = 0  # transactions committed
     # The engine that read and extracted, and what it says of its work (the ray engine:
-    # blocks, records, CPUs, GPUs encoding pictures, seconds).
+    # blocks, records, CPUs, GPUs encoding pictures, seconds, and values extracted on the
+    # workers by signal).
     engine: dict[str, object] = field(default_factory=lambda: {"name": "local"})
 
     def summary(self) -> str:
@@ -251,6 +252,14 @@ class PixelsWanted:
         None when one of them has none (the pixels must then come here)."""
         wanted = {s.name: s.worker_extract() for s in self.signals if s.wants_pixels()}
         return wanted if wanted and all(wanted.values()) else None
+
+    def text_extractors(self) -> dict[str, Callable]:
+        """{signal name: `worker_extract`} of the signals that take what loading gives
+        without pixels (text sketches), for an engine to run where the items are loaded.
+        Asked again for every block: a signer that a TF-IDF refresh replaced is sent from
+        then on (one that arrives late is signed again here)."""
+        wanted = {s.name: s.worker_extract() for s in self.signals if not s.wants_pixels()}
+        return {name: extract for name, extract in wanted.items() if extract is not None}
 
 
 # An engine reads and extracts a source chunk by chunk, in order, for `run_ingest` to write:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -120,6 +120,8 @@ class RayEngine:
         ahead = max(2 * cpus, -(-2 * self.settings.ingest_chunk // block_size(self.settings)))
         seen = FirstOfEachId()
         started, records = time.perf_counter(), 0
+        on_workers: Counter[str] = Counter()  # values extracted there, by signal
+        sent: tuple[dict[str, Callable], Any] = ({}, None)  # text extractors, in Ray's store
         bar = tqdm(total=len(self.blocks), unit="block", desc="read and extract", position=1,
                    leave=False, disable=not self.progress)
 
@@ -130,6 +132,7 @@ class RayEngine:
                 nonlocal records
                 got = _result(ray, pending.popleft())
                 records += len(got)
+                on_workers.update(name for _, _, x in got if isinstance(x, LoadedItem) for name in x.extracted)
                 bar.update()
                 return got
 
@@ -137,13 +140,22 @@ class RayEngine:
                 for i, block in enumerate(self.blocks):
                     where = actors[i % len(actors)] if actors else extractors
                     pending.append(task.remote(block, self.root, self.cwd, self.settings,
-                                               self.id_prefix, keep, self.url, where))
+                                               self.id_prefix, keep, self.url, where, texts()))
                     if len(pending) >= ahead:
                         yield from oldest()
                 while pending:
                     yield from oldest()
             finally:
                 _abandon(ray, pending)
+
+        def texts() -> Any:
+            """The text extractors in force, put into Ray's object store once each (a
+            TF-IDF model is large) and passed to the tasks by reference."""
+            nonlocal sent
+            wanted = pixels.text_extractors()
+            if wanted.keys() != sent[0].keys() or any(wanted[k] is not sent[0][k] for k in wanted):
+                sent = (wanted, ray.put(wanted))
+            return sent[1]
 
         def first(record: Record) -> Record:
             entry = seen(record[0])
@@ -155,7 +167,8 @@ class RayEngine:
         finally:
             bar.close()
         self.summary = {"blocks": len(self.blocks), "records": records, "cpus": cpus,
-                        "gpus": len(actors), "seconds": round(time.perf_counter() - started, 3)}
+                        "gpus": len(actors), "seconds": round(time.perf_counter() - started, 3),
+                        "extracted": dict(on_workers)}
 
 
 def connect(address: str | None) -> Any:
@@ -216,12 +229,14 @@ def _abandon(ray: Any, pending: Iterable[Any]) -> None:
 
 
 def extract_block(block: Block, root: Path | None, cwd: str, settings: Settings, id_prefix: str,
-                  keep_pixels: bool, url: str, extractors: Any = None) -> list[Record]:
+                  keep_pixels: bool, url: str, extractors: Any = None,
+                  text_extractors: dict[str, Callable] | None = None) -> list[Record]:
     """A task: the block's entries read, keyed, sized and extracted, the items the store
     holds unchanged only read and hashed. Relative paths without a `root` are the
     driver's: this worker takes its working directory `cwd`. `extractors`: the pixel
     signals' `worker_extract` ({name: callable}, run here) or an `Extractors` actor
-    holding them; their values go back in place of the pixels."""
+    holding them; their values go back in place of the pixels. `text_extractors`: the
+    other signals' (text sketches), run here on every loaded item."""
     if root is None:
         os.chdir(cwd)
     entries = [keyed(e) for e in _read(block, settings, id_prefix)]
@@ -240,6 +255,10 @@ def extract_block(block: Block, root: Path | None, cwd: str, settings: Settings,
             li.pictures = None
             if li.video is not None:
                 li.video.images = None
+    if text_extractors:
+        items = [x for x in extracted if isinstance(x, LoadedItem)]
+        for li, got in zip(items, run_extractors(text_extractors, items)):
+            li.extracted.update({name: value for name, value in got.items() if value is not None})
     return [(e, entry_bytes(e, root), got) for e, got in zip(entries, extracted)]
 
 

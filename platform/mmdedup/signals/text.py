@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from contextlib import nullcontext
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Sequence
 
@@ -164,6 +165,10 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         self._caught_up: str | None = None  # signer version whose stale signatures were redone
         self.refresher = Refresher(self)
         self._chunk_texts = 0  # texts signed by the chunk just written: its refresh budget
+        self._signing: TextSigning | None = None  # the active signer, as workers take it
+        # Texts of new items by where they were signed ("here", "worker"): for tests and
+        # benchmarks, which must see the workers' sketches taken, not signed again here.
+        self.signed: Counter[str] = Counter()
 
     # --- the signer ----------------------------------------------------------------------
 
@@ -394,39 +399,64 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         if self._texts is not None:
             self._texts += len(texts)
         self._chunk_texts += len(texts)
-        # Extraction tokenised plain texts already (maybe in a worker); pages are done here.
-        todo = [li for _, li in texts if li.tokens is None]
-        if todo:
-            batch = tokenize_texts([li.signal_text for li in todo])
-            for i, li in enumerate(todo):
-                li.tokens = batch.doc(i)
-        tokens = TokenBatch.from_arrays([li.tokens for _, li in texts])
         signal_texts = [li.signal_text for _, li in texts]
-        found = self._sign(session, pks, tokens, signal_texts, fresh=True)
+        signed = self._signed_by_workers([li for _, li in texts])
+        self.signed["here" if signed is None else "worker"] += len(texts)
+        tokens = None
+        if signed is None or self.refresher.pending is not None:
+            # Extraction tokenised plain texts already (maybe in a worker); pages are
+            # done here.
+            todo = [li for _, li in texts if li.tokens is None]
+            if todo:
+                batch = tokenize_texts([li.signal_text for li in todo])
+                for i, li in enumerate(todo):
+                    li.tokens = batch.doc(i)
+            tokens = TokenBatch.from_arrays([li.tokens for _, li in texts])
+        found = self._sign(session, pks, tokens, signal_texts, fresh=True, sketches=signed)
         if self.refresher.pending is not None:
             # A refresh is signing: new texts are signed under both versions, and found in
             # both indexes (those the refresh has not reached yet find them when it does).
             found = np.concatenate([found, self.refresher.sign_pending(session, pks, tokens, signal_texts)])
         return found
 
-    def _sign(self, session: Session, pks: np.ndarray, tokens: TokenBatch,
-              texts: Sequence[str | None] | None, *, fresh: bool = False) -> np.ndarray:
+    def _signed_by_workers(self, items: list[LoadedItem]) -> TextSketches | None:
+        """The sketches the workers that loaded these texts made (`TextSigning`), if every
+        one was signed there under the signer in force here; else None, to sign here (a
+        TF-IDF refresh switched versions since, or the engine signs nothing elsewhere)."""
+        values = [li.extracted.get(self.name) for li in items]
+        version = self.signer.version
+        if not all(v is not None and v[0] == version for v in values):
+            return None
+        return self.unpack_many([blob for _, blob in values])
+
+    def worker_extract(self) -> TextSigning:
+        """Plain texts signed where they are loaded, under the signer in force: one
+        object a signer, so an engine sends it again only once a refresh replaced it."""
+        signer = self.signer
+        if self._signing is None or self._signing.signer is not signer:
+            self._signing = TextSigning(signer)
+        return self._signing
+
+    def _sign(self, session: Session, pks: np.ndarray, tokens: TokenBatch | None,
+              texts: Sequence[str | None] | None, *, fresh: bool = False,
+              sketches: TextSketches | None = None) -> np.ndarray:
         """Sign items under the active signer into the "text" slot and the active index,
         and return candidate pairs (n, 2) with indexed items and with each other."""
         found = self.sign_into(session, self.signer, self.name, self.index(session), pks, tokens, texts,
-                               fresh=fresh)
+                               fresh=fresh, sketches=sketches)
         self.indexed_write(session)
         return found
 
     def sign_into(self, session: Session, signer: TextSigner, kind: str, index: TextIndex,
-                  pks: np.ndarray, tokens: TokenBatch, texts: Sequence[str | None] | None, *,
-                  fresh: bool = False) -> np.ndarray:
+                  pks: np.ndarray, tokens: TokenBatch | None, texts: Sequence[str | None] | None, *,
+                  fresh: bool = False, sketches: TextSketches | None = None) -> np.ndarray:
         """Sign items from their token sequences (and the texts of those with fewer than
         SHORT_CHARS tokens, see `TextSigner.sign_tokens`) under `signer`, store the
         sketches in slot `kind`, index them in `index`, and return candidate pairs (n, 2)
         with indexed items and with each other: the active version's signing, and a
-        refresh's under its pending one (text_refresh.py)."""
-        sk = signer.sign_tokens(tokens, texts)
+        refresh's under its pending one (text_refresh.py). `sketches`: what `signer`
+        made of them already, where they were loaded."""
+        sk = sketches if sketches is not None else signer.sign_tokens(tokens, texts)
         replace_signatures(session, kind, signer.version,
                            ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())), fresh=fresh)
         self.index_remove(index, pks)
@@ -633,4 +663,30 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 scores = self.calibrate(raw)
                 out = {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
                        for i, pk in enumerate(found.tolist())}
+        return out
+
+
+@dataclass(frozen=True)
+class TextSigning:
+    """`TextSignal`'s signing where the items are loaded (a cluster's workers): each plain
+    text's sketches, packed as stored, with the version that made them, so that the
+    writer takes them only while that version is in force. Pages are left to the writer:
+    their signal text loses their site's boilerplate there, which only the store knows."""
+
+    signer: TextSigner
+
+    def __call__(self, items: Sequence[LoadedItem]) -> list[tuple[str, bytes] | None]:
+        rows = [i for i, li in enumerate(items) if li.page is None and li.signal_text.strip()]
+        out: list[tuple[str, bytes] | None] = [None] * len(items)
+        if not rows:
+            return out
+        texts = [items[i].signal_text for i in rows]
+        todo = [items[i] for i in rows if items[i].tokens is None]
+        if todo:
+            batch = tokenize_texts([li.signal_text for li in todo])
+            for j, li in enumerate(todo):
+                li.tokens = batch.doc(j)
+        sk = self.signer.sign_tokens(TokenBatch.from_arrays([items[i].tokens for i in rows]), texts)
+        for j, i in enumerate(rows):
+            out[i] = (self.signer.version, sk.pack(j))
         return out
