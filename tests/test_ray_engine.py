@@ -180,6 +180,38 @@ def test_a_folder_and_python_items_through_the_ray_engine(new_store, tmp_path: P
     assert ("pic", "pic-copy") in outcome(*homes[1])["pairs"]
 
 
+def test_texts_signed_by_the_workers_across_tf_idf_refreshes_in_steps(new_store, cluster: str,
+                                                                      monkeypatch) -> None:
+    """A refresh in steps, begun and switched within the run: while it signs, the workers
+    sign new texts under its pending version too, and the writer takes those sketches;
+    the pairs are the local engine's."""
+    first, second = corpus(300)
+    items = first + second
+    for key, value in {**ENV, "MMDEDUP_TFIDF_REFRESH_AT_ONCE": "0"}.items():
+        monkeypatch.setenv(key, value)
+    import ray
+
+    homes, signed = [new_store("steps-local"), new_store("steps-ray")], []
+    try:
+        for (h, u), engine in zip(homes, ({}, {"engine": "ray", "ray_address": cluster})):
+            with Platform.open(h, u) as p:
+                p.ingest(items, source_name="batch", **engine)
+                text = p.signal("text")
+                assert text.refreshes == 1
+                signed.append(text.signed)
+    finally:
+        ray.shutdown()
+    assert outcome(*homes[1]) == outcome(*homes[0])
+    local, remote = signed
+    assert set(local) == {"here", "pending, here"}
+    assert remote["worker"] + remote["here"] == len(items)
+    assert remote["worker"] > 3 * remote["here"]
+    # Only the blocks already sent when the refresh began to sign lack its sketches: four
+    # blocks of 16 in flight on two CPUs.
+    assert remote["pending, worker"] > 3 * remote["pending, here"]
+    assert 0 < remote["pending, here"] <= 4 * 16
+
+
 def test_the_ray_engine_where_no_cluster_answers_says_so_in_one_line(home: Path, db_url: str,
                                                                     tmp_path: Path) -> None:
     manifest = write_manifest(tmp_path, [{"id": "a", "text": "a text"}])

@@ -165,9 +165,10 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         self._caught_up: str | None = None  # signer version whose stale signatures were redone
         self.refresher = Refresher(self)
         self._chunk_texts = 0  # texts signed by the chunk just written: its refresh budget
-        self._signing: TextSigning | None = None  # the active signer, as workers take it
-        # Texts of new items by where they were signed ("here", "worker"): for tests and
-        # benchmarks, which must see the workers' sketches taken, not signed again here.
+        self._signing: TextSigning | None = None  # the signers in force, as workers take them
+        # New texts by where their sketches were made ("here", "worker"; under a refresh's
+        # pending signer, "pending, here" and "pending, worker"): for tests and benchmarks,
+        # which must see the workers' sketches taken, not made again here.
         self.signed: Counter[str] = Counter()
 
     # --- the signer ----------------------------------------------------------------------
@@ -400,12 +401,17 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             self._texts += len(texts)
         self._chunk_texts += len(texts)
         signal_texts = [li.signal_text for _, li in texts]
-        signed = self._signed_by_workers([li for _, li in texts])
+        pending = self.refresher.pending
+        loaded = [li for _, li in texts]
+        signed = self._signed_by_workers(loaded, self.signer)
+        signed_pending = self._signed_by_workers(loaded, pending.signer) if pending is not None else None
         self.signed["here" if signed is None else "worker"] += len(texts)
+        if pending is not None:
+            self.signed["pending, here" if signed_pending is None else "pending, worker"] += len(texts)
         tokens = None
-        if signed is None or self.refresher.pending is not None:
-            # Extraction tokenised plain texts already (maybe in a worker); pages are
-            # done here.
+        if signed is None or (pending is not None and signed_pending is None):
+            # Extraction tokenised plain texts already (in a worker, which sends no
+            # tokens once it signed them); pages are done here.
             todo = [li for _, li in texts if li.tokens is None]
             if todo:
                 batch = tokenize_texts([li.signal_text for li in todo])
@@ -413,28 +419,28 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                     li.tokens = batch.doc(i)
             tokens = TokenBatch.from_arrays([li.tokens for _, li in texts])
         found = self._sign(session, pks, tokens, signal_texts, fresh=True, sketches=signed)
-        if self.refresher.pending is not None:
+        if pending is not None:
             # A refresh is signing: new texts are signed under both versions, and found in
             # both indexes (those the refresh has not reached yet find them when it does).
-            found = np.concatenate([found, self.refresher.sign_pending(session, pks, tokens, signal_texts)])
+            found = np.concatenate([found, self.refresher.sign_pending(session, pks, tokens, signal_texts,
+                                                                       signed_pending)])
         return found
 
-    def _signed_by_workers(self, items: list[LoadedItem]) -> TextSketches | None:
-        """The sketches the workers that loaded these texts made (`TextSigning`), if every
-        one was signed there under the signer in force here; else None, to sign here (a
-        TF-IDF refresh switched versions since, or the engine signs nothing elsewhere)."""
-        values = [li.extracted.get(self.name) for li in items]
-        version = self.signer.version
-        if not all(v is not None and v[0] == version for v in values):
-            return None
-        return self.unpack_many([blob for _, blob in values])
+    def _signed_by_workers(self, items: list[LoadedItem], signer: TextSigner) -> TextSketches | None:
+        """The sketches under `signer` that the workers which loaded these texts made
+        (`TextSigning`), if they made them for every one; else None, to sign here (a
+        TF-IDF refresh changed the signers since, or the engine signs nothing elsewhere)."""
+        blobs = [(li.extracted.get(self.name) or {}).get(signer.version) for li in items]
+        return self.unpack_many(blobs) if all(b is not None for b in blobs) else None
 
     def worker_extract(self) -> TextSigning:
-        """Plain texts signed where they are loaded, under the signer in force: one
-        object a signer, so an engine sends it again only once a refresh replaced it."""
-        signer = self.signer
-        if self._signing is None or self._signing.signer is not signer:
-            self._signing = TextSigning(signer)
+        """Plain texts signed where they are loaded, under the signers in force (the
+        active one, and a refresh's pending one while it signs): one object while they
+        stay, so an engine sends them again only once a refresh changed them."""
+        pending = self.refresher.pending
+        signers = (self.signer, *((pending.signer,) if pending is not None else ()))
+        if self._signing is None or self._signing.signers != signers:
+            self._signing = TextSigning(signers)
         return self._signing
 
     def _sign(self, session: Session, pks: np.ndarray, tokens: TokenBatch | None,
@@ -669,15 +675,18 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 @dataclass(frozen=True)
 class TextSigning:
     """`TextSignal`'s signing where the items are loaded (a cluster's workers): each plain
-    text's sketches, packed as stored, with the version that made them, so that the
-    writer takes them only while that version is in force. Pages are left to the writer:
-    their signal text loses their site's boilerplate there, which only the store knows."""
+    text's sketches under each signer in force, packed as stored and keyed by version,
+    so that the writer takes those of the versions still in force when it writes. The
+    token sequences are not sent back once signed: the writer needs them only for a text
+    a refresh overtook on its way, and tokenises those again. Pages are left to the
+    writer: their signal text loses their site's boilerplate there, which only the store
+    knows."""
 
-    signer: TextSigner
+    signers: tuple[TextSigner, ...]
 
-    def __call__(self, items: Sequence[LoadedItem]) -> list[tuple[str, bytes] | None]:
+    def __call__(self, items: Sequence[LoadedItem]) -> list[dict[str, bytes] | None]:
         rows = [i for i, li in enumerate(items) if li.page is None and li.signal_text.strip()]
-        out: list[tuple[str, bytes] | None] = [None] * len(items)
+        out: list[dict[str, bytes] | None] = [None] * len(items)
         if not rows:
             return out
         texts = [items[i].signal_text for i in rows]
@@ -686,7 +695,9 @@ class TextSigning:
             batch = tokenize_texts([li.signal_text for li in todo])
             for j, li in enumerate(todo):
                 li.tokens = batch.doc(j)
-        sk = self.signer.sign_tokens(TokenBatch.from_arrays([items[i].tokens for i in rows]), texts)
+        tokens = TokenBatch.from_arrays([items[i].tokens for i in rows])
+        made = [(signer.version, signer.sign_tokens(tokens, texts)) for signer in self.signers]
         for j, i in enumerate(rows):
-            out[i] = (self.signer.version, sk.pack(j))
+            out[i] = {version: sk.pack(j) for version, sk in made}
+            items[i].tokens = None
         return out

@@ -172,13 +172,15 @@ class Refresher:
         else:
             drop_cached(self.signal.folder, stamp_name(NEXT_KIND))
 
-    def sign_pending(self, session: Session, pks: np.ndarray, tokens: Any, texts: list[str | None]) -> np.ndarray:
-        """Sign texts under the pending version into the second slot, index them in the
-        pending index and return their candidate pairs there."""
+    def sign_pending(self, session: Session, pks: np.ndarray, tokens: Any, texts: list[str | None],
+                     sketches: Any = None) -> np.ndarray:
+        """Sign texts under the pending version into the second slot (`sketches`: what
+        the pending signer made of them already, where they were loaded), index them in
+        the pending index and return their candidate pairs there."""
         p = self.pending
         assert p is not None
         found = self.signal.sign_into(session, p.signer, NEXT_KIND, self.pending_index(session),
-                                      pks, tokens, texts)
+                                      pks, tokens, texts, sketches=sketches)
         p.seq = session.info["write_seq"]
         return found
 
