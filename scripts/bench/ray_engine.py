@@ -1,14 +1,17 @@
 """The ray engine against the local engine, on one machine: pictures and texts.
 
-Each source is ingested into a fresh SQLite store three times, side by side in one run:
-by the local engine (one process), and by the ray engine on a local Ray cluster of one
-and of two worker nodes (`ray start --head --num-cpus 1`, then `ray start --address ...
---num-cpus 1`), started before the run and stopped after it. Reported per run: wall
-seconds, items a second, the CPU of the process that writes (the `mmdedup` command), and
-the CPU of the whole machine over the run (every process: the writer, Ray's workers and
-its own processes), per item. This machine has two cores, which the writer shares with
-the workers, so CPU per item is the figure to compare; wall time says what a second
-worker bought here.
+Each source is ingested into a fresh store three times, side by side in one run: by the
+local engine (one process), and by the ray engine on a local Ray cluster of one and of
+two worker nodes (`ray start --head --num-cpus 1`, then `ray start --address ...
+--num-cpus 1`), started before the run and stopped after it. The stores are SQLite, or
+with `--postgres URL` databases of their own on that server (created and dropped here).
+Reported per run: wall seconds, items a second, items per CPU second of the whole machine
+(every process: the writer, Ray's workers and its own processes, the database server),
+the writer's CPU (the `mmdedup` command), peak memory of the writer and of the largest
+Ray worker, and the store's bytes per item. With `--more N`, N new texts are then
+ingested on top of each store by the same engine: the incremental cost. This machine has
+two cores, which the writer shares with the workers, so CPU per item is the figure to
+compare; wall time says what a second worker bought here.
 
 Pictures: N distinct 1200x900 JPEGs (smooth random scenes with a grain of noise, so a
 decode costs what a photo's does), every tenth a re-compressed, scaled copy of the one
@@ -17,7 +20,8 @@ folder has (a folder of crops of a few photos pairs everything with everything, 
 writer's scoring, not the workers, is then the work). Texts: N texts of 300-400 words
 with 10% near copies (store_growth.py's manifest).
 
-    python scripts/bench/ray_engine.py [--pictures 2000] [--texts 20000]
+    python scripts/bench/ray_engine.py [--pictures 2000] [--texts 20000] [--more 0]
+        [--postgres postgresql+psycopg://USER@HOST/DB]
 """
 
 from __future__ import annotations
@@ -29,11 +33,16 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+from sqlalchemy import create_engine, text
+
+from mmdedup import Platform  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from store_growth import write_manifest  # noqa: E402
@@ -94,45 +103,139 @@ def stop_cluster() -> None:
     subprocess.run([RAY, "stop", "--force"], env=ENV, capture_output=True)
 
 
-def timed_ingest(source: Path, home: Path, *engine: str) -> tuple[float, float, float]:
-    """(wall s, the writer's CPU s, the machine's CPU s) of one ingest."""
-    cmd = [sys.executable, "-m", "mmdedup", "--home", str(home), "ingest", "--no-progress",
-           str(source), *engine]
+class PeakMemory:
+    """Peak resident memory (MB) of Ray's worker processes ("ray::..." titles) seen while
+    a run lasts: read from /proc every half second, each process's own high-water mark."""
+
+    def __init__(self) -> None:
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    if not Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
+                        continue
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            self.peak = max(self.peak, int(line.split()[1]) / 1024)
+                except OSError:
+                    continue
+
+
+@dataclass
+class Run:
+    wall: float  # s
+    writer: float  # the mmdedup command's CPU s
+    machine: float  # every process's CPU s
+    writer_peak: float  # MB
+    worker_peak: float  # MB, the largest Ray worker
+
+
+def timed_ingest(source: Path, home: Path, url: str | None, *args: str) -> Run:
+    cmd = [sys.executable, "-m", "mmdedup", "--home", str(home), *(["--db", url] if url else []),
+           "ingest", "--no-progress", str(source), *args]
     machine, start = machine_cpu(), time.perf_counter()
-    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    with PeakMemory() as workers:
+        proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
     wall, machine = time.perf_counter() - start, machine_cpu() - machine
     if status:
         raise SystemExit(f"{' '.join(cmd)} failed")
-    return wall, usage.ru_utime + usage.ru_stime, machine
+    return Run(wall, usage.ru_utime + usage.ru_stime, machine, usage.ru_maxrss / 1024, workers.peak)
 
 
-def compare(name: str, source: Path, n: int, tmp: Path) -> None:
-    rows = [("local engine, 1 process", timed_ingest(source, tmp / f"{name}-local"))]
-    for nodes in (1, 2):
-        address = start_cluster(nodes)
+class Store:
+    """A fresh store for one run: SQLite in its home, or a database of its own on the
+    PostgreSQL server at `server` (dropped afterwards); `size()` in bytes."""
+
+    def __init__(self, home: Path, server: str | None) -> None:
+        self.home, self.server, self.url = home, server, None
+        if server is not None:
+            self.name = f"bench_{home.name.replace('-', '_')}"
+            self._admin(f"DROP DATABASE IF EXISTS {self.name}", f"CREATE DATABASE {self.name}")
+            self.url = f"{server.rsplit('/', 1)[0]}/{self.name}"
+        Platform.open(home, self.url).close()  # (the schema, made before the clock)
+        self.empty = self.size()
+
+    def _admin(self, *statements: str) -> None:
+        engine = create_engine(self.server, isolation_level="AUTOCOMMIT")
+        with engine.connect() as conn:
+            for statement in statements:
+                conn.execute(text(statement))
+        engine.dispose()
+
+    def size(self) -> int:
+        if self.url is None:
+            return sum(f.stat().st_size for f in self.home.glob("*.db*"))
+        engine = create_engine(self.url)
+        with engine.connect() as conn:
+            size = conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one()
+        engine.dispose()
+        return int(size)
+
+    def drop(self) -> None:
+        if self.url is not None:
+            self._admin(f"DROP DATABASE IF EXISTS {self.name}")
+
+
+def compare(name: str, source: Path, n: int, tmp: Path, server: str | None,
+            more: tuple[Path, int] | None) -> None:
+    """Each engine into a fresh store; then `more` (a manifest of new items) on top."""
+    runs: list[tuple[str, Run, float, Run | None]] = []
+    for nodes in (0, 1, 2):
+        label = "local engine, 1 process" if not nodes else \
+            f"ray engine, {nodes} worker node{'s' if nodes > 1 else ''}"
+        address = start_cluster(nodes) if nodes else None
+        engine = ["--engine", "ray", "--ray-address", address] if address else []
+        store = Store(tmp / f"{name}-{nodes}", server)
         try:
-            rows.append((f"ray engine, {nodes} worker node{'s' if nodes > 1 else ''}",
-                         timed_ingest(source, tmp / f"{name}-ray{nodes}", "--engine", "ray",
-                                      "--ray-address", address)))
+            run = timed_ingest(source, store.home, store.url, *engine)
+            per_item = (store.size() - store.empty) / n
+            added = timed_ingest(more[0], store.home, store.url, "--id-prefix", "more-", *engine) \
+                if more else None
         finally:
-            stop_cluster()
-    local_wall, _, local_machine = rows[0][1]
-    one_node = rows[1][1][0]
-    print(f"\n{n} {name}")
-    print("| engine | wall s | items/s | writer CPU s | machine CPU s | machine CPU ms/item "
-          "| CPU/item vs local | wall vs 1 node |")
-    print("|---|---|---|---|---|---|---|---|")
-    for label, (wall, writer, machine) in rows:
-        print(f"| {label} | {wall:.1f} | {n / wall:.0f} | {writer:.1f} | {machine:.1f} | "
-              f"{1000 * machine / n:.2f} | {machine / local_machine:.2f}x | "
-              f"{one_node / wall:.2f}x |")
+            store.drop()
+            if address:
+                stop_cluster()
+        runs.append((label, run, per_item, added))
+    local, one_node = runs[0][1], runs[1][1]
+    print(f"\n{n} {name} ({'PostgreSQL' if server else 'SQLite'})")
+    print("| engine | wall s | items/s | items per machine CPU s | writer CPU s | machine CPU s "
+          "| CPU/item vs local | wall vs 1 node | writer peak MB | worker peak MB | store bytes/item |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for label, run, per_item, _ in runs:
+        print(f"| {label} | {run.wall:.1f} | {n / run.wall:.0f} | {n / run.machine:.0f} | "
+              f"{run.writer:.1f} | {run.machine:.1f} | {run.machine / local.machine:.2f}x | "
+              f"{one_node.wall / run.wall:.2f}x | {run.writer_peak:.0f} | "
+              f"{run.worker_peak:.0f} | {per_item:.0f} |")
+    if more:
+        m = more[1]
+        print(f"\n{m} new {name} on top of the {n}")
+        print("| engine | wall s | items/s | machine CPU ms/item | vs the first run's ms/item |")
+        print("|---|---|---|---|---|")
+        for label, run, _, added in runs:
+            print(f"| {label} | {added.wall:.1f} | {m / added.wall:.0f} | {1000 * added.machine / m:.2f} | "
+                  f"{(added.machine / m) / (run.machine / n):.2f}x |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pictures", type=int, default=2000)
     parser.add_argument("--texts", type=int, default=20000)
+    parser.add_argument("--more", type=int, default=0, help="new texts ingested on top of the texts")
+    parser.add_argument("--postgres", metavar="URL",
+                        help="a PostgreSQL server's URL (any database): each run gets a database of its own")
     args = parser.parse_args()
     stop_cluster()
     with tempfile.TemporaryDirectory() as name:
@@ -141,11 +244,14 @@ def main() -> None:
             photos = tmp / "photos"
             photos.mkdir()
             make_pictures(photos, args.pictures)
-            compare("pictures", photos, args.pictures, tmp)
+            compare("pictures", photos, args.pictures, tmp, args.postgres, None)
         if args.texts:
-            manifest = tmp / "texts.jsonl"
+            manifest, more = tmp / "texts.jsonl", tmp / "more.jsonl"
             write_manifest(manifest, args.texts)
-            compare("texts", manifest, args.texts, tmp)
+            if args.more:
+                write_manifest(more, args.more, seed=1)
+            compare("texts", manifest, args.texts, tmp, args.postgres,
+                    (more, args.more) if args.more else None)
 
 
 if __name__ == "__main__":

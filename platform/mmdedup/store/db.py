@@ -330,7 +330,7 @@ def insert_rows(session: Session, table: type, columns: Sequence[str], rows: lis
     a row for a signature, more than SQLite's insert itself). Here: one plain INSERT in
     the driver's parameter style, the dates and JSON columns' bind processors applied
     once to each constant and per row only where a row column needs one, the constants
-    appended to each row tuple, and the driver's own executemany.
+    appended to each row tuple, and the driver's own executemany (COPY on PostgreSQL).
     """
     if not rows:
         return
@@ -349,7 +349,16 @@ def insert_rows(session: Session, table: type, columns: Sequence[str], rows: lis
     if any(procs):
         rows = [tuple(p(v) if p and v is not None else v for p, v in zip(procs, row)) for row in rows]
     params = [row + fixed for row in rows] if fixed else rows
-    conn.exec_driver_sql(_insert_sql(dialect.paramstyle, cols[names[0]].table.name, tuple(names)), params)
+    table_name = cols[names[0]].table.name
+    if dialect.name == "postgresql" and dialect.driver == "psycopg":
+        # PostgreSQL through psycopg: COPY, one stream a batch, where executemany sends a
+        # statement a row (pipelined, but the server still parses, plans and returns each).
+        with conn.connection.driver_connection.cursor() as cursor:
+            with cursor.copy(f"COPY {table_name} ({', '.join(names)}) FROM STDIN") as copy:
+                for row in params:
+                    copy.write_row(row)
+        return
+    conn.exec_driver_sql(_insert_sql(dialect.paramstyle, table_name, tuple(names)), params)
 
 
 # Positional parameter marks of the drivers the store supports: SQLite's "?" and the
