@@ -6,7 +6,9 @@ asks the store which of them it already holds unchanged, and loads the rest (fil
 and checked, pictures and pages decoded and hashed, video keyframes, text tokens): the
 work that pays for more cores. Signals that read pixels (CLIP) extract there too, through
 their `worker_extract`, on an actor per GPU where the cluster has GPUs: the vectors come
-back, not the pixels. The blocks come back in order and `run_ingest` writes
+back, not the pixels. Plain texts are signed there too, under the signers in force when
+the block was sent (the text signal's `worker_extract`; the writer signs again what a
+TF-IDF refresh overtook). The blocks come back in order and `run_ingest` writes
 them chunk by chunk in this process, as the local engine's, so the results are the same
 whichever engine ran (tests/test_ray_engine.py compares them). Blocks are of
 `engine_block` records (a chunk's at most), and two chunks' worth of them (at least two
