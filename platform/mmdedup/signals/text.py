@@ -24,8 +24,8 @@ bits of both MinHashes, which rule out candidates in memory (`reachable`).
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Sequence
 
@@ -412,12 +412,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         if signed is None or (pending is not None and signed_pending is None):
             # Extraction tokenised plain texts already (in a worker, which sends no
             # tokens once it signed them); pages are done here.
-            todo = [li for _, li in texts if li.tokens is None]
-            if todo:
-                batch = tokenize_texts([li.signal_text for li in todo])
-                for i, li in enumerate(todo):
-                    li.tokens = batch.doc(i)
-            tokens = TokenBatch.from_arrays([li.tokens for _, li in texts])
+            tokens = token_batch(loaded)
         found = self._sign(session, pks, tokens, signal_texts, fresh=True, sketches=signed)
         if pending is not None:
             # A refresh is signing: new texts are signed under both versions, and found in
@@ -672,6 +667,17 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         return out
 
 
+def token_batch(items: Sequence[LoadedItem]) -> TokenBatch:
+    """The items' token sequences as one batch, those not tokenised where they were
+    loaded (pages, and texts a worker signed) tokenised now and kept on the item."""
+    todo = [li for li in items if li.tokens is None]
+    if todo:
+        batch = tokenize_texts([li.signal_text for li in todo])
+        for i, li in enumerate(todo):
+            li.tokens = batch.doc(i)
+    return TokenBatch.from_arrays([li.tokens for li in items])
+
+
 @dataclass(frozen=True)
 class TextSigning:
     """`TextSignal`'s signing where the items are loaded (a cluster's workers): each plain
@@ -690,12 +696,7 @@ class TextSigning:
         if not rows:
             return out
         texts = [items[i].signal_text for i in rows]
-        todo = [items[i] for i in rows if items[i].tokens is None]
-        if todo:
-            batch = tokenize_texts([li.signal_text for li in todo])
-            for j, li in enumerate(todo):
-                li.tokens = batch.doc(j)
-        tokens = TokenBatch.from_arrays([items[i].tokens for i in rows])
+        tokens = token_batch([items[i] for i in rows])
         made = [(signer.version, signer.sign_tokens(tokens, texts)) for signer in self.signers]
         for j, i in enumerate(rows):
             out[i] = {version: sk.pack(j) for version, sk in made}
