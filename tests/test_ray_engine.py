@@ -23,7 +23,7 @@ from sqlalchemy import create_engine, text
 from mmdedup import Platform
 from mmdedup.extract import clip
 from mmdedup.pipeline.ingest import PixelsWanted
-from mmdedup.pipeline.ray_engine import extract_block, folder_blocks
+from mmdedup.pipeline.ray_engine import RayEngine, extract_block, folder_blocks
 
 from conftest import PG_URL, write_manifest
 from helpers import TINY, finish, mmdedup, pairs_by_ids, wait_for
@@ -127,6 +127,9 @@ def test_a_manifest_through_the_ray_engine_gives_what_the_local_engine_gives(
     # crosses are signed again here, under the new version: the pairs say so).
     assert (f"ray engine: {blocks} blocks, {records} records read and extracted on 2 CPUs "
             f"(values made there: {texts} text)") in ran, ran
+    # Their pairs searched and scored there too, once every chunk was written (less the
+    # text whose id an earlier record took).
+    assert f"ray engine: {texts - 1} items searched by text in {-(-(texts - 1) // 16)} tasks: " in ran, ran  # (chunks of 16)
     assert outcome(home, url) == expected
 
     # A rerun: every item read, hashed and found unchanged where it was read, nothing written.
@@ -174,6 +177,8 @@ def test_a_folder_and_python_items_through_the_ray_engine(new_store, tmp_path: P
                 signed = p.signal("text").signed
                 assert signed.total() == len(first + second)
                 assert signed["worker" if engine else "here"] >= 100
+                # The ray engine searched every text for pairs on the workers, after writing.
+                assert report.searched == (len(first + second) if engine else 0)
     finally:
         ray.shutdown()
     assert outcome(*homes[1]) == outcome(*homes[0])
@@ -191,17 +196,21 @@ def test_texts_signed_by_the_workers_across_tf_idf_refreshes_in_steps(new_store,
         monkeypatch.setenv(key, value)
     import ray
 
-    homes, signed = [new_store("steps-local"), new_store("steps-ray")], []
+    homes, signed, written = [new_store("steps-local"), new_store("steps-ray")], [], []
     try:
         for (h, u), engine in zip(homes, ({}, {"engine": "ray", "ray_address": cluster})):
             with Platform.open(h, u) as p:
-                p.ingest(items, source_name="batch", **engine)
+                report = p.ingest(items, source_name="batch", **engine)
                 text = p.signal("text")
                 assert text.refreshes == 1
                 signed.append(text.signed)
+                written.append(report.near_pairs)
     finally:
         ray.shutdown()
     assert outcome(*homes[1]) == outcome(*homes[0])
+    # (the ray engine searched each text in the active and the pending index after
+    # writing; a pair both find is one pair written, as at a chunk)
+    assert written[1] == written[0] > 0
     local, remote = signed
     assert set(local) == {"here", "pending, here"}
     assert remote["worker"] + remote["here"] == len(items)
@@ -210,6 +219,52 @@ def test_texts_signed_by_the_workers_across_tf_idf_refreshes_in_steps(new_store,
     # blocks of 16 in flight on two CPUs.
     assert remote["pending, worker"] > 3 * remote["pending, here"]
     assert 0 < remote["pending, here"] <= 4 * 16
+
+
+def unsearched(url: str) -> int:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        left = conn.execute(text("SELECT count(*) FROM unsearched")).scalar_one()
+    engine.dispose()
+    return left
+
+
+def test_a_run_cut_short_in_its_search_leaves_its_items_to_the_next_ingest(
+        new_store, cluster: str, monkeypatch) -> None:
+    """The ray engine writes a run's texts, then searches them on the workers: a run that
+    stops in between (its driver lost) leaves the items it had not searched listed in the
+    store, and the next ingest, whatever its engine, searches them first."""
+    first, second = corpus(60)
+    items = first + second
+    for key, value in ENV.items():
+        monkeypatch.setenv(key, value)
+    (local_home, local_url), (home, url) = new_store("cut-local"), new_store("cut-ray")
+    with Platform.open(local_home, local_url) as p:
+        p.ingest(items, source_name="batch")
+    whole = RayEngine.search
+
+    def cut_short(engine: RayEngine, name: str, pks: np.ndarray) -> Iterator:
+        found = whole(engine, name, pks)
+        yield next(found)
+        found.close()
+        raise RuntimeError("the driver lost")
+
+    import ray
+
+    try:
+        with monkeypatch.context() as m, Platform.open(home, url) as p:
+            m.setattr(RayEngine, "search", cut_short)
+            with pytest.raises(RuntimeError, match="the driver lost"):
+                p.ingest(items, source_name="batch", engine="ray", ray_address=cluster)
+    finally:
+        ray.shutdown()
+    left = unsearched(url)
+    assert left == len(items) - 16  # (one task of 16 searched and written)
+    with Platform.open(home, url) as p:
+        report = p.ingest(items, source_name="batch")
+    assert (report.unchanged, report.searched) == (len(items), left)
+    assert unsearched(url) == 0
+    assert outcome(home, url) == outcome(local_home, local_url)
 
 
 def test_the_ray_engine_where_no_cluster_answers_says_so_in_one_line(home: Path, db_url: str,

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterable
+from typing import IO, Any, Iterable, Iterator
 
+import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 
 from .config import DEFAULT_HOME, Settings, load_settings, tiers_at_least
@@ -27,7 +28,7 @@ from .input.sources import (
     read_manifest,
 )
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
-from .pipeline.ingest import Engine, IngestReport, local_engine, run_ingest
+from .pipeline.ingest import Engine, IngestReport, Searched, local_engine, run_ingest
 from .pipeline.ray_engine import EngineUnavailable, RayEngine, entry_blocks, folder_blocks, manifest_blocks
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 from .report.write import write_pair_report, write_report
@@ -156,8 +157,8 @@ class Platform:
                 name = str(folder.resolve())
                 self._refuse_taken(folder, folder_ids(folder, files, id_prefix), name)
                 if engine == "ray":
-                    run = RayEngine(folder_blocks(folder, files, self.settings), folder,
-                                    self.settings, id_prefix, self.url, ray_address, progress)
+                    run = RayEngine(folder_blocks(folder, files, self.settings), folder, self.settings,
+                                    id_prefix, self.home, self.url, ray_address, progress)
                 else:
                     run = local_engine(read_folder(folder, files, self.settings, id_prefix),
                                        folder, self.settings, self.sessions, workers)
@@ -166,8 +167,8 @@ class Platform:
                 raise FileNotFoundError(f"no manifest or folder at {path}")
             if engine == "ray":
                 blocks = manifest_blocks(path, self.settings)
-                run = RayEngine(blocks, path.parent, self.settings, id_prefix, self.url, ray_address,
-                                progress)
+                run = RayEngine(blocks, path.parent, self.settings, id_prefix, self.home, self.url,
+                                ray_address, progress)
                 total = sum(block.records for block in blocks)
             else:
                 # (the lines are counted for the progress bar's total only: a read of the
@@ -179,8 +180,8 @@ class Platform:
         items = list(source)
         entries = read_items(items, id_prefix)
         base = Path(root) if root else None
-        run = (RayEngine(entry_blocks(entries, self.settings), base, self.settings, "", self.url,
-                         ray_address, progress) if engine == "ray"
+        run = (RayEngine(entry_blocks(entries, self.settings), base, self.settings, "", self.home,
+                         self.url, ray_address, progress) if engine == "ray"
                else local_engine(entries, base, self.settings, self.sessions, workers))
         return self._run(run, source_name, len(items), progress)
 
@@ -213,12 +214,30 @@ class Platform:
         self._load_fusion()
         for signal in self._signals:
             signal.catch_up()
+        ray = isinstance(engine, RayEngine)
         report = run_ingest(self.sessions, engine, source=source, settings=self.settings,
                             total=total, progress=progress, signals=self._signals,
-                            scorer=self._scorer, follow=self._follow_models, exact=self._exact)
+                            scorer=self._scorer, follow=self._follow_models, exact=self._exact,
+                            search=engine.search if ray else self._search_here, defer=ray)
         if isinstance(engine, RayEngine):
             report.engine = {"name": "ray", **engine.summary}
         return report
+
+    def searched(self, name: str, pks: np.ndarray, among: np.ndarray) -> Searched:
+        """The candidate pairs of stored items `pks` that signal `name` finds, scored with
+        every signal, not written: the search an ingest ran after writing its items (on
+        the ray engine's workers, each with a read-only Platform). `among`: every item
+        that search covers (`Signal.search_stored`)."""
+        self._follow_models()
+        with self.sessions() as session:
+            pairs = self.signal(name).search_stored(session, pks, among)
+            return Searched(pks, self._scorer.scored(session, pairs), len(pairs))
+
+    def _search_here(self, name: str, pks: np.ndarray) -> Iterator[Searched]:
+        """Items an ingest cut short left unsearched, searched in this process."""
+        step = self.settings.ingest_chunk
+        for start in range(0, len(pks), step):
+            yield self.searched(name, pks[start:start + step], pks)
 
     def _follow_models(self) -> None:
         """Take up the models another process (a retrain, a TF-IDF refresh) made active."""

@@ -27,6 +27,10 @@ def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
         made = f" (values made there: {made})" if made else ""
         say(f"ray engine: {e['blocks']} blocks, {e['records']} records read and extracted on "
             f"{e['cpus']} CPUs{gpus}{made} in {e['seconds']:.1f} s", err=True)
+        for name, s in e.get("searched", {}).items():
+            say(f"ray engine: {s['items']} items searched by {name} in {s['tasks']} tasks: "
+                f"{s['candidates']} candidate pairs scored there, {s['pairs']} kept, "
+                f"in {s['seconds']:.1f} s", err=True)
     if report.failed:
         say("see `mmdedup failures` for the reasons; a rerun retries them", err=True)
     return 0

@@ -35,7 +35,9 @@ from ..input.items import (Entry, InputError, LoadedItem, finish_item, input_byt
 from ..score.pairs import candidate_pairs
 from ..signals.base import Signal
 from ..signals.exact_keys import ExactKeys
+from ..signals.scorer import PairScorer, Scored
 from ..store import items as stored_items
+from ..store import unsearched
 from ..store.pairs import insert_exact_pairs
 from ..store.locks import take_write_lock
 from ..store.runs import finish_run, start_run
@@ -52,6 +54,7 @@ class IngestReport:
     exact_pairs: int = 0
     near_pairs: int = 0
     chunks: int = 0  # transactions committed
+    searched: int = 0  # items searched for pairs after their chunks were written
     # The engine that read and extracted, and what it says of its work (the ray engine:
     # blocks, records, CPUs, GPUs encoding pictures, seconds, and values extracted on the
     # workers by signal).
@@ -69,11 +72,23 @@ class IngestReport:
         return {"source": self.source, "new": self.new, "updated": self.updated,
                 "unchanged": self.unchanged, "failed": self.failed,
                 "failures": dict(self.failures), "exact_pairs": self.exact_pairs,
-                "near_pairs": self.near_pairs, "chunks": self.chunks, "engine": self.engine}
+                "near_pairs": self.near_pairs, "chunks": self.chunks, "searched": self.searched,
+                "engine": self.engine}
 
 
-# Scores candidate pairs with every signal and writes them; returns how many were written.
-Scorer = Callable[[Session, np.ndarray], int]
+@dataclass
+class Searched:
+    """A search run after writing (`Signal.search_stored`) over items `pks`, its
+    `candidates` scored (`PairScorer.scored`), for this process to write."""
+
+    pks: np.ndarray
+    scored: Scored
+    candidates: int
+
+
+# Searches the stored items of a signal (its name, the items' pks, sorted) that a run wrote
+# unsearched, a batch a result: on an engine's workers, or here.
+Search = Callable[[str, np.ndarray], Iterator[Searched]]
 
 
 def run_ingest(
@@ -85,9 +100,11 @@ def run_ingest(
     total: int | None = None,
     progress: bool = False,
     signals: Sequence[Signal] = (),
-    scorer: Scorer | None = None,
+    scorer: PairScorer | None = None,
     follow: Callable[[], None] | None = None,
     exact: ExactKeys,
+    search: Search | None = None,
+    defer: bool = False,
 ) -> IngestReport:
     """Each chunk the `engine` read and extracted (`local_engine`, or ray_engine.py's):
     items written, then every signal's `prepare` and `on_chunk` (its signatures stored
@@ -95,7 +112,11 @@ def run_ingest(
     chunk's transaction; `exact` finds the items' exact copies. This process alone
     writes, so the results and their order are the same whoever extracted. `follow`:
     called at each chunk once the write lock is held, to take up models another process
-    made active meanwhile."""
+    made active meanwhile. `defer`: the signals that allow it (`searched_after`) only
+    store and index each chunk's items, and `search` finds and scores their pairs once
+    every chunk is written (the ray engine's workers do); a search is written a batch a
+    transaction, each taking its items off the store's unsearched list, so the items of a
+    run cut short before are searched too (by `search`, which may run here)."""
     report = IngestReport(source)
     with factory.begin() as session:
         run_pk = start_run(session, source)
@@ -115,25 +136,55 @@ def run_ingest(
                 told.add(message)
                 bar.write(message, file=sys.stderr)
 
+        for signal in signals:
+            signal.defer = defer
+        # A pair two signals find, one at its chunk and one in the search after, is one
+        # near-duplicate pair written, as it is when both find it at the chunk.
+        counted: set[tuple[int, int]] | None = set() if defer else None
         for chunk, extracted in engine(pixels):
             with factory.begin() as session:
                 take_write_lock(session, on_wait=say_once)
                 if follow is not None:
                     follow()
                 _write_chunk(session, run_pk, chunk, extracted, settings, report, signals, scorer,
-                             open_failures, exact)
+                             open_failures, exact, counted)
             report.chunks += 1
             for signal in signals:
                 signal.after_chunk()
             bar.update(len(chunk))
     finally:
+        for signal in signals:
+            signal.defer = False
         above_bar.close()
         bar.close()
     for signal in (exact, *signals):
         signal.finish()
+    if search is not None and scorer is not None:
+        for signal in signals:
+            if signal.searched_after:
+                _search_unsearched(factory, signal.name, search, scorer, report, counted)
     with factory.begin() as session:
         finish_run(session, run_pk, report.as_dict())
     return report
+
+
+def _search_unsearched(factory: sessionmaker[Session], name: str, search: Search, scorer: PairScorer,
+                       report: IngestReport, counted: set[tuple[int, int]] | None) -> None:
+    with factory() as session:
+        pks = unsearched.listed(session, name)
+    for found in search(name, pks) if len(pks) else ():
+        with factory.begin() as session:
+            take_write_lock(session)
+            _count_near(report, scorer.write(session, found.scored, elsewhere=True), counted)
+            unsearched.drop(session, name, found.pks)
+        report.searched += len(found.pks)
+
+
+def _count_near(report: IngestReport, tiered: list[tuple[int, int]], counted: set[tuple[int, int]] | None) -> None:
+    if counted is not None:
+        tiered = [pair for pair in tiered if pair not in counted]
+        counted.update(tiered)
+    report.near_pairs += len(tiered)
 
 
 T = TypeVar("T")
@@ -314,9 +365,10 @@ def _write_chunk(
     settings: Settings,
     report: IngestReport,
     signals: Sequence[Signal],
-    scorer: Scorer | None,
+    scorer: PairScorer | None,
     open_failures: set[str],
     exact: ExactKeys,
+    counted: set[tuple[int, int]] | None = None,
 ) -> None:
     loaded = [x for x in extracted if isinstance(x, LoadedItem)]
     failed = [(e, x) for e, x in zip(chunk, extracted) if isinstance(x, InputError)]
@@ -350,7 +402,8 @@ def _write_chunk(
         found = [c for signal in signals if (c := signal.on_chunk(session, changed)) is not None]
         if scorer is not None and found:
             pairs = np.concatenate(found)
-            report.near_pairs += scorer(session, candidate_pairs(pairs[:, 0], pairs[:, 1]))
+            _count_near(report, scorer.write(session, scorer.scored(session, candidate_pairs(pairs[:, 0], pairs[:, 1]))),
+                        counted)
 
 
 def _upsert_items(

@@ -9,8 +9,11 @@ their `worker_extract`, on an actor per GPU where the cluster has GPUs: the vect
 back, not the pixels. Plain texts are signed there too, under the signers in force when
 the block was sent (the text signal's `worker_extract`; the writer signs again what a
 TF-IDF refresh overtook). The blocks come back in order and `run_ingest` writes
-them chunk by chunk in this process, as the local engine's, so the results are the same
-whichever engine ran (tests/test_ray_engine.py compares them). Blocks are of
+them chunk by chunk in this process, as the local engine's. The text signal only stores
+and indexes them there: once every chunk is written, their candidate pairs are searched
+and scored on the workers (`search`), each task a block of the run's items against the
+index files the run saved, and this process writes what they found. Pairs, tiers and
+clusters are the same whichever engine ran (tests/test_ray_engine.py compares them). Blocks are of
 `engine_block` records (a chunk's at most), and two chunks' worth of them (at least two
 per core) are in flight at once: the workers go on extracting while this process writes
 a chunk, and what waits in memory stays bounded.
@@ -24,6 +27,7 @@ when this engine runs.
 from __future__ import annotations
 
 import os
+import pickle
 import socket
 import time
 from collections import Counter, deque
@@ -31,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
@@ -38,8 +43,8 @@ from ..config import Settings
 from ..input.items import Entry, LoadedItem
 from ..input.sources import FirstOfEachId, Span, manifest_entries, manifest_spans, read_folder
 from ..store.db import open_store
-from .ingest import (Chunks, Extracted, PixelsWanted, chunked, entry_bytes, extract_entries, keyed,
-                     stored_fingerprints)
+from .ingest import (Chunks, Extracted, PixelsWanted, Searched, chunked, entry_bytes, extract_entries,
+                     keyed, stored_fingerprints)
 
 
 CONNECT_SECONDS = 5
@@ -98,11 +103,12 @@ class RayEngine:
     GPUs encoding pictures, seconds."""
 
     def __init__(self, blocks: list[Block], root: Path | None, settings: Settings, id_prefix: str,
-                 url: str, address: str | None, progress: bool = False) -> None:
+                 home: Path, url: str, address: str | None, progress: bool = False) -> None:
         self.blocks, self.settings, self.id_prefix = blocks, settings, id_prefix
         self.root = root.absolute() if root is not None else None
-        self.cwd, self.url, self.address, self.progress = os.getcwd(), url, address, progress
-        self.summary: dict[str, float | int] = {}
+        self.home, self.url, self.address, self.progress = home.absolute(), url, address, progress
+        self.cwd = os.getcwd()
+        self.summary: dict[str, Any] = {}
 
     def __call__(self, pixels: PixelsWanted) -> Chunks:
         """The blocks' records in order, chunked as the local engine chunks its entries:
@@ -128,27 +134,15 @@ class RayEngine:
                    leave=False, disable=not self.progress)
 
         def done() -> Iterator[Record]:
-            pending: deque[Any] = deque()
-
-            def oldest() -> list[Record]:
-                nonlocal records
-                got = _result(ray, pending.popleft())
+            nonlocal records
+            calls = (task.remote(block, self.root, self.cwd, self.settings, self.id_prefix, keep,
+                                 self.url, actors[i % len(actors)] if actors else extractors, texts())
+                     for i, block in enumerate(self.blocks))
+            for got in _in_order(ray, calls, ahead):
                 records += len(got)
                 on_workers.update(name for _, _, x in got if isinstance(x, LoadedItem) for name in x.extracted)
                 bar.update()
-                return got
-
-            try:
-                for i, block in enumerate(self.blocks):
-                    where = actors[i % len(actors)] if actors else extractors
-                    pending.append(task.remote(block, self.root, self.cwd, self.settings,
-                                               self.id_prefix, keep, self.url, where, texts()))
-                    if len(pending) >= ahead:
-                        yield from oldest()
-                while pending:
-                    yield from oldest()
-            finally:
-                _abandon(ray, pending)
+                yield from got
 
         def texts() -> Any:
             """The text extractors in force, put into Ray's object store once each (a
@@ -171,6 +165,37 @@ class RayEngine:
         self.summary = {"blocks": len(self.blocks), "records": records, "cpus": cpus,
                         "gpus": len(actors), "seconds": round(time.perf_counter() - started, 3),
                         "extracted": dict(on_workers)}
+
+    def search(self, name: str, pks: np.ndarray) -> Iterator[Searched]:
+        """Signal `name`'s search of stored items `pks` (sorted; what the run wrote
+        unsearched), a task a block of them: each worker holds a read-only Platform over
+        this store, whose index it opens from the files the run saved (memory-mapped: a
+        worker reads the pages its items' keys lead to, not the whole index) and whose
+        signatures it reads for the pairs it scores. The results come back in order, for
+        `run_ingest` to write."""
+        ray = connect(self.address)
+        task = ray.remote(max_retries=RETRIES)(search_block)
+        # A chunk's items a task: each search asks the store a few questions a signal
+        # whatever its size, which blocks of `engine_block` would ask eight times as often.
+        among, step = ray.put(pks), self.settings.ingest_chunk
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        started, items, candidates, pairs = time.perf_counter(), 0, 0, 0
+        calls = (task.remote(self.home, self.url, self.settings, name, pks[i:i + step], among)
+                 for i in range(0, len(pks), step))
+        bar = tqdm(total=len(pks), unit="item", desc=f"search and score ({name})", position=1,
+                   leave=False, disable=not self.progress)
+        try:
+            for found in _in_order(ray, calls, 2 * cpus):
+                items += len(found.pks)
+                candidates += found.candidates
+                pairs += len(found.scored.records)
+                bar.update(len(found.pks))
+                yield found
+        finally:
+            bar.close()
+            self.summary.setdefault("searched", {})[name] = {
+                "items": items, "tasks": -(-len(pks) // step), "candidates": candidates,
+                "pairs": pairs, "seconds": round(time.perf_counter() - started, 3)}
 
 
 def connect(address: str | None) -> Any:
@@ -214,6 +239,22 @@ def _result(ray: Any, ref: Any) -> list[Record]:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
         raise (exc.cause or exc) from None
+
+
+def _in_order(ray: Any, calls: Iterable[Any], ahead: int) -> Iterator[Any]:
+    """The results of the tasks `calls` submits (object refs, made as it is iterated), in
+    order, with `ahead` of them in flight; those not awaited when the caller stops (it
+    failed, or its writer did) are abandoned."""
+    pending: deque[Any] = deque()
+    try:
+        for ref in calls:
+            pending.append(ref)
+            if len(pending) >= ahead:
+                yield _result(ray, pending.popleft())
+        while pending:
+            yield _result(ray, pending.popleft())
+    finally:
+        _abandon(ray, pending)
 
 
 def _abandon(ray: Any, pending: Iterable[Any]) -> None:
@@ -264,6 +305,12 @@ def extract_block(block: Block, root: Path | None, cwd: str, settings: Settings,
     return [(e, entry_bytes(e, root), got) for e, got in zip(entries, extracted)]
 
 
+def search_block(home: Path, url: str, settings: Settings, name: str, pks: np.ndarray,
+                 among: np.ndarray) -> Searched:
+    """A task: `Platform.searched` on this worker's read-only Platform over the store."""
+    return _platform(home, url, settings).searched(name, pks, among)
+
+
 def run_extractors(extractors: dict[str, Callable], items: list[LoadedItem]) -> list[dict[str, Any]]:
     """Each item's {signal name: value} by the signals' `worker_extract`."""
     values = {name: extract(items) for name, extract in extractors.items()}
@@ -296,4 +343,19 @@ def _store(url: str) -> sessionmaker[Session]:
     if url not in _STORES:
         _STORES[url] = open_store(url, read_only=True)
     return _STORES[url]
+
+
+_PLATFORMS: dict[tuple[Path, str, bytes], Any] = {}  # a worker's, kept across tasks and runs
+
+
+def _platform(home: Path, url: str, settings: Settings) -> Any:
+    """A read-only Platform over the store, kept while the settings are the same (its
+    indexes then stay open, caught up from the store at each task)."""
+    from ..api import Platform  # (api imports this module)
+
+    key = (home, url, pickle.dumps(settings))
+    if key not in _PLATFORMS:
+        _PLATFORMS.clear()
+        _PLATFORMS[key] = Platform(home, url, _store(url), settings)
+    return _PLATFORMS[key]
 

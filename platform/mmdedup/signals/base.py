@@ -34,7 +34,7 @@ from ..config import S, Settings, SignalSettings
 from ..index.cache import load_parts, read_stamp, save_cached
 from ..input.items import LoadedItem
 from ..score.calibration import calibrate
-from ..score.pairs import SignalValues
+from ..score.pairs import SignalValues, candidate_pairs
 from ..store.locks import last_write, take_write_lock
 from ..store.signatures import (
     count_signatures_through,
@@ -71,6 +71,9 @@ class Signal(Generic[V, S]):
     index_parts: ClassVar[dict[str, Any]] = {}
     # The raw figures a query result reports (a pair keeps all of them).
     query_figures: ClassVar[tuple[str, ...]] = ()
+    # Whether an engine may leave this signal's search of a chunk's items until the
+    # chunks are written and run it on its workers (`defer`, `search_stored`).
+    searched_after: ClassVar[bool] = False
 
     def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings, *,
                  rescore: Callable[[Session, np.ndarray], int] | None = None) -> None:
@@ -84,6 +87,9 @@ class Signal(Generic[V, S]):
         # Scores pairs with every signal and writes them (the Platform's scorer), for a
         # signal that re-signs stored items and must re-pair them.
         self.rescore = rescore
+        # Set by an ingest whose engine searches after writing (a `searched_after` signal
+        # then stores and indexes each chunk's items, and lists them as unsearched).
+        self.defer = False
 
     # --- the signal's own steps ---------------------------------------------------------
 
@@ -166,6 +172,19 @@ class Signal(Generic[V, S]):
         self.indexed_write(session)
         rows, others = self.search(index, found)
         return np.stack([pks[rows], others], axis=1) if len(rows) else None
+
+    def candidates(self, index: Any, pks: np.ndarray, values: Any) -> Pairs:
+        """Candidate pairs (pk, indexed item) of items `pks` (their `values` a batch)."""
+        rows, others = self.search(index, values)
+        return np.stack([pks[rows], others], axis=1) if len(rows) else np.zeros((0, 2), np.int64)
+
+    def search_stored(self, session: Session, pks: np.ndarray, among: np.ndarray) -> Pairs:
+        """Distinct candidate pairs (lo, hi) of stored items `pks`, as the chunk that
+        wrote them would have found: the search an engine ran after writing. `among`
+        (sorted): every item this pass searches (`once_in_pass`)."""
+        pos, values = self.stored(session, pks.tolist())
+        return once_in_pass(self.candidates(self.index(session), np.fromiter(pos, np.int64, len(pos)), values),
+                            among)
 
     def extracted(self, items: Sequence[LoadedItem]) -> list[V | None]:
         """Each item's value: extracted where it was loaded, else by `extract` here."""
@@ -382,6 +401,17 @@ class Signal(Generic[V, S]):
         scores = self.calibrate(raw)
         return {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
                 for i, pk in enumerate(found)}
+
+
+def once_in_pass(found: Pairs, among: np.ndarray) -> Pairs:
+    """Candidate pairs (item, other) as distinct (lo, hi) rows, each pair once in a pass
+    that searches every item of `among` (sorted): a pair of two of them is kept by the
+    later one's search only (a search finds a pair from either side)."""
+    mine, other = found[:, 0], found[:, 1]
+    at = np.minimum(np.searchsorted(among, other), max(len(among) - 1, 0))
+    searched = among[at] == other if len(among) else np.zeros(len(other), bool)
+    keep = (mine != other) & (~searched | (other < mine))
+    return candidate_pairs(mine[keep], other[keep])
 
 
 def stamp_name(kind: str) -> str:

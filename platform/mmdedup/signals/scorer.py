@@ -31,6 +31,15 @@ def fusion_of(signals: Sequence[Signal], settings: Settings) -> Fusion:
 
 
 @dataclass
+class Scored:
+    """Pair records at or above the floor, and the stored pairs they replace (those that
+    fell below it go)."""
+
+    records: list[dict]
+    stale: list[tuple[int, int]]
+
+
+@dataclass
 class PairScorer:
     signals: Sequence[Signal]
     settings: Settings  # with the fitted fusion weights and tiers where a fit exists
@@ -49,12 +58,30 @@ class PairScorer:
         near-duplicate pairs a user is shown)."""
         if len(pairs) == 0:
             return 0
+        return len(self.write(session, self.scored(session, pairs)))
+
+    def scored(self, session: Session, pairs: np.ndarray) -> Scored:
+        """What `__call__` writes, read and scored only (where the pairs were found: an
+        engine's worker, which cannot write)."""
+        if len(pairs) == 0:
+            return Scored([], [])
         exact, stale = stored_pairs(session, pairs)
+        return Scored(scored_pairs(pairs, self.values(session, pairs), self.fusion,
+                                   self.settings.pair_floor, skip=exact), stale)
+
+    def write(self, session: Session, scored: Scored, elsewhere: bool = False) -> list[tuple[int, int]]:
+        """Write what `scored` gave; returns the pairs written that reach a tier.
+        `elsewhere`: scored in another transaction (on an engine's worker), so another
+        process may have written some of these pairs since: their rows are looked up
+        again here, under the write lock, and replaced (an exact pair stays)."""
+        stale, records = scored.stale, scored.records
+        if elsewhere and records:
+            exact, there = stored_pairs(session, np.array([(r["a_pk"], r["b_pk"]) for r in records], np.int64))
+            stale = sorted({*stale, *there})
+            records = [r for r in records if (r["a_pk"], r["b_pk"]) not in exact]
         delete_pairs(session, stale)
-        records = scored_pairs(pairs, self.values(session, pairs), self.fusion,
-                               self.settings.pair_floor, skip=exact)
         insert_pairs(session, records, self.version())
-        return sum(self.settings.tier(r["score"]) is not None for r in records)
+        return [(r["a_pk"], r["b_pk"]) for r in records if self.settings.tier(r["score"]) is not None]
 
     def signals_of(self, session: Session, pairs: np.ndarray) -> list[dict[str, float]]:
         """Every signal's score of each pair (absent signals left out), without writing:

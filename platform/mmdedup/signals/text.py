@@ -50,7 +50,7 @@ from ..index.lsh import BandLSH, optimal_params
 from ..index.slots import distinct_pairs
 from ..input.items import LoadedItem, text_for_signals
 from ..score.pairs import candidate_pairs
-from ..store import models
+from ..store import models, unsearched
 from ..store.db import activate_version
 from ..store.locks import take_write_lock
 from ..store.items import count_texts, last_text_pk, scan_texts, texts_of
@@ -58,7 +58,7 @@ from ..store.pairs import pairs_touching
 from ..store.signatures import delete_other_versions, has_any, has_other_version, load_signatures, replace_signatures
 from ..score.calibration import calibrate_at_most
 from ..score.pairs import SignalValues
-from .base import Signal
+from .base import Signal, once_in_pass
 from .text_refresh import NEXT_KIND, PENDING_KIND, TOKENS_KIND, Refresher, refresh_rate
 
 WORDS_KIND = "words"  # the model kind of learned word weights
@@ -154,6 +154,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     exact_parts = ("text", "html")
     index_parts: ClassVar = {"simhash": HammingIndex.load, "lsh": BandLSH.load, "bits": BitRows.load}
     query_figures = ("wjaccard", "jaccard")
+    searched_after = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -413,13 +414,31 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             # Extraction tokenised plain texts already (in a worker, which sends no
             # tokens once it signed them); pages are done here.
             tokens = token_batch(loaded)
-        found = self._sign(session, pks, tokens, signal_texts, fresh=True, sketches=signed)
+        found = self._sign(session, pks, tokens, signal_texts, fresh=True, sketches=signed,
+                           search=not self.defer)
+        if self.defer:
+            unsearched.add(session, self.name, pks)
         if pending is not None:
             # A refresh is signing: new texts are signed under both versions, and found in
             # both indexes (those the refresh has not reached yet find them when it does).
             found = np.concatenate([found, self.refresher.sign_pending(session, pks, tokens, signal_texts,
-                                                                       signed_pending)])
+                                                                       signed_pending, search=not self.defer)])
         return found
+
+    def search_stored(self, session: Session, pks: np.ndarray, among: np.ndarray) -> np.ndarray:
+        """As the contract's, and, while a refresh signs, in its pending index too (those
+        of the items signed under its version), as the chunk that wrote them searched."""
+        found = super().search_stored(session, pks, among)
+        p = self.refresher.pending
+        if p is None:
+            return found
+        stored = load_signatures(session, NEXT_KIND, p.signer.version, pks.tolist())
+        if not stored:
+            return found
+        mine = np.fromiter(stored, np.int64, len(stored))
+        more = self.candidates(self.refresher.pending_index(session), mine, self.unpack_many(list(stored.values())))
+        both = np.concatenate([found, once_in_pass(more, among)])
+        return candidate_pairs(both[:, 0], both[:, 1])
 
     def _signed_by_workers(self, items: list[LoadedItem], signer: TextSigner) -> TextSketches | None:
         """The sketches under `signer` that the workers which loaded these texts made
@@ -440,23 +459,25 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def _sign(self, session: Session, pks: np.ndarray, tokens: TokenBatch | None,
               texts: Sequence[str | None] | None, *, fresh: bool = False,
-              sketches: TextSketches | None = None) -> np.ndarray:
+              sketches: TextSketches | None = None, search: bool = True) -> np.ndarray:
         """Sign items under the active signer into the "text" slot and the active index,
         and return candidate pairs (n, 2) with indexed items and with each other."""
         found = self.sign_into(session, self.signer, self.name, self.index(session), pks, tokens, texts,
-                               fresh=fresh, sketches=sketches)
+                               fresh=fresh, sketches=sketches, search=search)
         self.indexed_write(session)
         return found
 
     def sign_into(self, session: Session, signer: TextSigner, kind: str, index: TextIndex,
                   pks: np.ndarray, tokens: TokenBatch | None, texts: Sequence[str | None] | None, *,
-                  fresh: bool = False, sketches: TextSketches | None = None) -> np.ndarray:
+                  fresh: bool = False, sketches: TextSketches | None = None,
+                  search: bool = True) -> np.ndarray:
         """Sign items from their token sequences (and the texts of those with fewer than
         SHORT_CHARS tokens, see `TextSigner.sign_tokens`) under `signer`, store the
         sketches in slot `kind`, index them in `index`, and return candidate pairs (n, 2)
         with indexed items and with each other: the active version's signing, and a
         refresh's under its pending one (text_refresh.py). `sketches`: what `signer`
-        made of them already, where they were loaded."""
+        made of them already, where they were loaded. `search` False: none returned
+        (an engine searches them after writing, `search_stored`)."""
         sk = sketches if sketches is not None else signer.sign_tokens(tokens, texts)
         replace_signatures(session, kind, signer.version,
                            ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())), fresh=fresh)
@@ -464,6 +485,14 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         live = ~sk.empty
         pks, sk = pks[live], sk.take(live)
         self.index_add(index, pks, sk)
+        return self.candidates(index, pks, sk) if search else np.zeros((0, 2), np.int64)
+
+    def candidates(self, index: TextIndex, pks: np.ndarray, sk: TextSketches) -> np.ndarray:
+        """As the contract's, less the empty texts and what could not reach the floor
+        (`reachable`)."""
+        if sk.empty.any():
+            live = ~sk.empty
+            pks, sk = pks[live], sk.take(live)
         q, other = self._hits(index, sk)
         keep = self.reachable(index, sk, q, other)  # (before they are made distinct: most go)
         q, other, _ = distinct_pairs(q[keep], other[keep])

@@ -173,14 +173,15 @@ class Refresher:
             drop_cached(self.signal.folder, stamp_name(NEXT_KIND))
 
     def sign_pending(self, session: Session, pks: np.ndarray, tokens: Any, texts: list[str | None],
-                     sketches: Any = None) -> np.ndarray:
+                     sketches: Any = None, search: bool = True) -> np.ndarray:
         """Sign texts under the pending version into the second slot (`sketches`: what
         the pending signer made of them already, where they were loaded), index them in
-        the pending index and return their candidate pairs there."""
+        the pending index and return their candidate pairs there (none if not `search`:
+        an engine searches them after writing)."""
         p = self.pending
         assert p is not None
         found = self.signal.sign_into(session, p.signer, NEXT_KIND, self.pending_index(session),
-                                      pks, tokens, texts, sketches=sketches)
+                                      pks, tokens, texts, sketches=sketches, search=search)
         p.seq = session.info["write_seq"]
         return found
 

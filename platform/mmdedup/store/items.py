@@ -9,7 +9,7 @@ from sqlalchemy import Select, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from .db import insert_rows, select_in
-from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion, digest_hex
+from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion, Unsearched, digest_hex
 
 ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint")
 _TEXT_ROW = (Item.pk, Item.title, Item.text, Item.page_text)  # what the text signal signs from
@@ -43,8 +43,9 @@ def update_item(session: Session, pk: int, values: dict[str, object]) -> None:
 
 
 def forget_derived(session: Session, pks: list[int]) -> None:
-    """Drop what was derived from changed items' old content: assets, signatures, pairs."""
-    for table in (Asset, Signature):
+    """Drop what was derived from changed items' old content: assets, signatures, pairs,
+    a search still to run."""
+    for table in (Asset, Signature, Unsearched):
         session.execute(delete(table).where(table.item_pk.in_(pks)))
     session.execute(delete(Pair).where(or_(Pair.a_pk.in_(pks), Pair.b_pk.in_(pks))))
 

@@ -161,6 +161,18 @@ class Signature(Base):
     seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
+class Unsearched(Base):
+    """An item whose signature a signal wrote without searching its candidate pairs: the
+    ray engine writes a run's chunks, then searches and scores their items on its workers
+    (pipeline/ingest.py). The row goes with the search's pairs, in one transaction, so a
+    run cut short in between leaves its items here, and the next ingest searches them."""
+
+    __tablename__ = "unsearched"
+
+    signal: Mapped[str] = mapped_column(String(64), primary_key=True)
+    item_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True)
+
+
 class Pair(Base):
     """A scored candidate pair, always stored with a_pk < b_pk, from `pair_floor` up. Its
     tier is derived from the score and the tiers in force when it is read (store/pairs.py),
