@@ -205,6 +205,15 @@ def test_texts_signed_by_the_workers_across_tf_idf_refreshes_in_steps(new_store,
                 assert text.refreshes == 1
                 signed.append(text.signed)
                 written.append(report.near_pairs)
+                # The refresh signed the stored texts again a batch a step; through the ray
+                # engine the workers signed each next batch while the chunk between was
+                # written (all but the first batch).
+                work = text.refresher.work
+                assert work["signed"] > 0
+                if engine:
+                    assert work["signed"] > work["signed ahead"] >= work["signed"] / 2
+                else:
+                    assert work["signed ahead"] == 0
     finally:
         ray.shutdown()
     assert outcome(*homes[1]) == outcome(*homes[0])

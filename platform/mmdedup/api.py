@@ -218,7 +218,8 @@ class Platform:
         report = run_ingest(self.sessions, engine, source=source, settings=self.settings,
                             total=total, progress=progress, signals=self._signals,
                             scorer=self._scorer, follow=self._follow_models, exact=self._exact,
-                            search=engine.search if ray else self._search_here, defer=ray)
+                            search=engine.search if ray else self._search_here, defer=ray,
+                            workers=engine.workers() if ray else None)
         if isinstance(engine, RayEngine):
             report.engine = {"name": "ray", **engine.summary}
         return report

@@ -33,7 +33,7 @@ from ..extract.text_sketches import tokenize_texts
 from ..input.items import (Entry, InputError, LoadedItem, finish_item, input_bytes, read_item,
                            storable_id)
 from ..score.pairs import candidate_pairs
-from ..signals.base import Signal
+from ..signals.base import Signal, Workers
 from ..signals.exact_keys import ExactKeys
 from ..signals.scorer import PairScorer, Scored
 from ..store import items as stored_items
@@ -105,6 +105,7 @@ def run_ingest(
     exact: ExactKeys,
     search: Search | None = None,
     defer: bool = False,
+    workers: Workers | None = None,
 ) -> IngestReport:
     """Each chunk the `engine` read and extracted (`local_engine`, or ray_engine.py's):
     items written, then every signal's `prepare` and `on_chunk` (its signatures stored
@@ -116,7 +117,8 @@ def run_ingest(
     store and index each chunk's items, and `search` finds and scores their pairs once
     every chunk is written (the ray engine's workers do); a search is written a batch a
     transaction, each taking its items off the store's unsearched list, so the items of a
-    run cut short before are searched too (by `search`, which may run here)."""
+    run cut short before are searched too (by `search`, which may run here). `workers`:
+    the engine's, for the signals' own work between chunks (`Signal.workers`)."""
     report = IngestReport(source)
     with factory.begin() as session:
         run_pk = start_run(session, source)
@@ -137,7 +139,7 @@ def run_ingest(
                 bar.write(message, file=sys.stderr)
 
         for signal in signals:
-            signal.defer = defer
+            signal.defer, signal.workers = defer, workers
         # A pair two signals find, one at its chunk and one in the search after, is one
         # near-duplicate pair written, as it is when both find it at the chunk.
         counted: set[tuple[int, int]] | None = set() if defer else None
@@ -154,7 +156,7 @@ def run_ingest(
             bar.update(len(chunk))
     finally:
         for signal in signals:
-            signal.defer = False
+            signal.defer, signal.workers = False, None
         above_bar.close()
         bar.close()
     for signal in (exact, *signals):

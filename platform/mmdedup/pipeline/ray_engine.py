@@ -166,6 +166,10 @@ class RayEngine:
                         "gpus": len(actors), "seconds": round(time.perf_counter() - started, 3),
                         "extracted": dict(on_workers)}
 
+    def workers(self) -> ClusterWorkers:
+        """The cluster, for the signals' own work between chunks (`Signal.workers`)."""
+        return ClusterWorkers(connect(self.address), self.url)
+
     def search(self, name: str, pks: np.ndarray) -> Iterator[Searched]:
         """Signal `name`'s search of stored items `pks` (sorted; what the run wrote
         unsearched), a task a block of them: each worker holds a read-only Platform over
@@ -239,6 +243,37 @@ def _result(ray: Any, ref: Any) -> list[Record]:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
         raise (exc.cause or exc) from None
+
+
+class ClusterWorkers:
+    """`signals.base.Workers` on the cluster: a function a task, with the worker's
+    read-only sessions of the store."""
+
+    def __init__(self, ray: Any, url: str) -> None:
+        self.ray, self.url = ray, url
+        self.task = ray.remote(max_retries=RETRIES)(_with_store)
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Handle:
+        return Handle(self.ray, self.task.remote(self.url, fn, *args))
+
+    def share(self, value: Any) -> Any:
+        return self.ray.put(value)
+
+
+@dataclass(frozen=True)
+class Handle:
+    ray: Any
+    ref: Any
+
+    def done(self) -> bool:
+        return bool(self.ray.wait([self.ref], timeout=0)[0])
+
+    def result(self) -> Any:
+        return _result(self.ray, self.ref)
+
+
+def _with_store(url: str, fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(_store(url), *args)
 
 
 def _in_order(ray: Any, calls: Iterable[Any], ahead: int) -> Iterator[Any]:

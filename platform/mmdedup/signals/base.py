@@ -25,7 +25,7 @@ pairs table, queries, the report and the review screen take their names from the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Protocol, Sequence, TypeVar
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
@@ -47,6 +47,22 @@ V = TypeVar("V")  # what the signal extracts from one item (codes, frames, vecto
 
 # Candidate pairs: an (n, 2) int64 array of item pks.
 Pairs = np.ndarray
+
+
+class Handle(Protocol):
+    def done(self) -> bool: ...
+
+    def result(self) -> Any: ...
+
+
+class Workers(Protocol):
+    """Where a signal can run a function of its own elsewhere (pipeline/ray_engine.py's):
+    `submit(fn, *args)` runs `fn(store, *args)` there, `store` a read-only sessionmaker of
+    this store; `share(value)` sends a large argument once, for several calls."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Handle: ...
+
+    def share(self, value: Any) -> Any: ...
 
 
 class Signal(Generic[V, S]):
@@ -90,6 +106,10 @@ class Signal(Generic[V, S]):
         # Set by an ingest whose engine searches after writing (a `searched_after` signal
         # then stores and indexes each chunk's items, and lists them as unsearched).
         self.defer = False
+        # An engine's workers, set by an ingest whose engine has them: work between chunks
+        # that a signal hands over (the text signal's TF-IDF refresh signs its next batch
+        # of stored texts there while the chunks in between are written).
+        self.workers: Workers | None = None
 
     # --- the signal's own steps ---------------------------------------------------------
 

@@ -42,6 +42,7 @@ as before: its cost is bounded by that setting, not by the store.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass
@@ -97,6 +98,27 @@ def worth_signing(change: np.ndarray, min_change: float) -> bool:
     return bool(len(change) == 0 or change.mean() >= min_change or change.max() >= 10 * min_change)
 
 
+# Steps whose batches an engine's workers sign ahead of the writer (`Refresher._sign_ahead`).
+AHEAD = 4
+
+
+def sign_stored(sessions: Any, signer: TextSigner, after: int, through: int, limit: int) -> dict[int, tuple[bytes, bytes]]:
+    """{pk: (digest of its text, packed sketch)} of the next `limit` texts stored after pk
+    `after` (up to `through`), signed under `signer`: a refresh's next batch, signed on an
+    engine's worker (`Workers.submit`) while the writer writes the chunk in between."""
+    with sessions() as session:
+        rows = scan_texts(session, after, through, limit)
+    texts = [text_for_signals(*r[1:]) for r in rows]
+    sk = signer.sign_tokens(tokenize_texts(texts), texts)
+    return {r[0]: (text_digest(t), sk.pack(i)) for i, (r, t) in enumerate(zip(rows, texts))}
+
+
+def text_digest(text: str) -> bytes:
+    """What tells whether a text signed ahead is the text stored now (Python's own str
+    hash differs between processes)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
 def refresh_rate(growth: float) -> float:
     """Texts of refresh work (counted or signed) per text ingested (module docstring)."""
     a = 0.8 * (growth - 1)
@@ -127,6 +149,14 @@ class Refresher:
         # Work done, by kind ("counted", "signed", "moved", "rescored"), for tests and
         # benchmarks: what bounds a step is counted, not timed.
         self.work: Counter[str] = Counter()
+        # Batches signed ahead on the engine's workers under the pending signer, as sent
+        # to them once (its version, the reference): the tasks not taken yet, what they
+        # signed not used yet ({pk: (text digest, packed sketch)}), and the pk through
+        # which they were asked.
+        self._shared: tuple[str, Any] | None = None
+        self._ahead: list[Any] = []
+        self._taken: dict[int, tuple[bytes, bytes]] = {}
+        self._asked = 0
 
     # --- state ---------------------------------------------------------------------------
 
@@ -287,15 +317,68 @@ class Refresher:
         if rows:
             texts = [text_for_signals(*r[1:]) for r in rows]
             pks = np.array([r[0] for r in rows], np.int64)
-            found = self.sign_pending(session, pks, tokenize_texts(texts), texts)
+            ahead = self._signed_ahead(pks, texts)
+            found = self.sign_pending(session, pks, tokenize_texts(texts) if ahead is None else None, texts,
+                                      sketches=ahead)
             if self.signal.rescore is not None and len(found):
                 self.signal.rescore(session, candidate_pairs(found[:, 0], found[:, 1]))
             self.work["signed"] += len(rows)
             row.params = {**params, "cursor": rows[-1][0]}
         if len(rows) == budget:
+            self._sign_ahead(rows[-1][0], params["through"], budget)
             return False
         self._switch(session, row)
         return True
+
+    def _sign_ahead(self, after: int, through: int, budget: int) -> None:
+        """Have the engine's workers sign the batches of the next steps (`sign_stored`),
+        `AHEAD` of them, each a span of pks as wide as this step's budget: the workers run
+        them between the blocks already queued, so the one a step needs is signed by then."""
+        workers, p = self.signal.workers, self.pending
+        if workers is None or p is None:
+            return
+        version = p.signer.version
+        if self._shared is None or self._shared[0] != version:
+            self._shared = (version, workers.share(p.signer))
+            self._asked, self._ahead, self._taken = after, [], {}
+        self._asked = max(self._asked, after)
+        while self._asked < min(through, after + AHEAD * budget):
+            end = min(through, self._asked + budget)
+            self._ahead.append(workers.submit(sign_stored, self._shared[1], self._asked, end, end - self._asked))
+            self._asked = end
+
+    def _signed_ahead(self, pks: np.ndarray, texts: list[str]) -> Any:
+        """This step's sketches under the pending signer, taken from what the workers have
+        signed ahead by now (the writer never waits for them), where they signed these
+        texts as they are now; the others (a text changed since, a batch not done yet) are
+        signed here. None when nothing was signed ahead."""
+        p = self.pending
+        if p is None or self._shared is None or self._shared[0] != p.signer.version:
+            return None
+        waiting = []
+        for handle in self._ahead:
+            if not handle.done():
+                waiting.append(handle)
+                continue
+            try:
+                self._taken.update(handle.result())
+            except Exception:  # noqa: BLE001, S110 - a worker lost: its texts are signed here
+                pass
+        self._ahead = waiting
+        got = [self._taken.pop(pk, None) for pk in pks.tolist()]
+        for pk in [pk for pk in self._taken if pk <= pks[-1]]:
+            del self._taken[pk]  # (texts no longer stored, or no longer texts)
+        blobs = [g[1] if g is not None and g[0] == text_digest(t) else None for g, t in zip(got, texts)]
+        missing = [i for i, blob in enumerate(blobs) if blob is None]
+        if len(missing) == len(blobs):
+            return None
+        if missing:
+            rest = [texts[i] for i in missing]
+            here = p.signer.sign_tokens(tokenize_texts(rest), rest)
+            for j, i in enumerate(missing):
+                blobs[i] = here.pack(j)
+        self.work["signed ahead"] += len(blobs) - len(missing)
+        return self.signal.unpack_many(blobs)
 
     def _switch(self, session: Session, row: ModelVersion) -> None:
         """Every text signed under the pending version: make it the active one, hand the
