@@ -177,8 +177,9 @@ def test_a_folder_and_python_items_through_the_ray_engine(new_store, tmp_path: P
                 signed = p.signal("text").signed
                 assert signed.total() == len(first + second)
                 assert signed["worker" if engine else "here"] >= 100
-                # The ray engine searched every text for pairs on the workers, after writing.
-                assert report.searched == (len(first + second) if engine else 0)
+                # The ray engine searched every text and picture for pairs on the workers,
+                # after writing.
+                assert report.searched == (len(first + second) + 2 if engine else 0)
     finally:
         ray.shutdown()
     assert outcome(*homes[1]) == outcome(*homes[0])
@@ -252,8 +253,8 @@ def test_a_run_cut_short_in_its_search_leaves_its_items_to_the_next_ingest(
         p.ingest(items, source_name="batch")
     whole = RayEngine.search
 
-    def cut_short(engine: RayEngine, name: str, pks: np.ndarray) -> Iterator:
-        found = whole(engine, name, pks)
+    def cut_short(engine: RayEngine, name: str, pks: np.ndarray, on: tuple[str, ...]) -> Iterator:
+        found = whole(engine, name, pks, on)
         yield next(found)
         found.close()
         raise RuntimeError("the driver lost")

@@ -1,7 +1,9 @@
 """The search an engine runs after writing (the ray engine's workers run it; an ingest
-runs it here for items a run cut short left unsearched): over every item of a store it
-finds each pair the chunks found, once, with the same scores; and its write replaces
-what another process wrote meanwhile instead of failing on it."""
+runs it here for items a run cut short left unsearched): an ingest that leaves its texts'
+and pictures' search until its chunks are written stores what one searching at each chunk
+stores; over every item of a store the search finds each pair the chunks found, once,
+with the same scores; and its write replaces what another process wrote meanwhile instead
+of failing on it."""
 
 from __future__ import annotations
 
@@ -9,9 +11,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 from sqlalchemy import text
 
 from mmdedup import Platform
+from mmdedup.input.sources import read_items
+from mmdedup.pipeline.ingest import local_engine, run_ingest
 
 from helpers import pairs_by_ids
 
@@ -22,6 +27,35 @@ from concurrent_ingest import corpus  # noqa: E402
 def text_pks(p: Platform) -> np.ndarray:
     with p.sessions() as session:
         return np.array(session.execute(text("SELECT pk FROM items ORDER BY pk")).scalars().all(), np.int64)
+
+
+def picture(path: Path, seed: int, quality: int | None = None) -> None:
+    pixels = np.random.default_rng(seed).integers(0, 256, (12, 16, 3), dtype=np.uint8)
+    image = Image.fromarray(pixels).resize((320, 240), Image.BICUBIC)
+    image.save(path, quality=quality) if quality else image.save(path)
+
+
+def test_an_ingest_searching_after_writing_stores_what_searching_at_each_chunk_stores(
+        new_store, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MMDEDUP_INGEST_CHUNK", "16")
+    first, second = corpus(40)
+    for i in range(6):
+        picture(tmp_path / f"p{i}.png", seed=i)
+        picture(tmp_path / f"p{i}.jpg", seed=i, quality=60)
+    items = [*first, *({"id": f"p{i}.{ext}", "images": [f"p{i}.{ext}"]} for i in range(6)
+                       for ext in ("png", "jpg")), *second]
+    (home, url), (later, later_url) = new_store("at-each-chunk"), new_store("after")
+    with Platform.open(home, url) as p:
+        p.ingest(items, root=tmp_path, source_name="batch")
+    with Platform.open(later, later_url) as p:
+        report = run_ingest(p.sessions, local_engine(read_items(items), tmp_path, p.settings, p.sessions),
+                            source="batch", settings=p.settings, signals=p._signals, scorer=p._scorer,
+                            exact=p._exact, search=p._search_here, defer=True)
+    expected = pairs_by_ids(home, url)
+    assert ("p0.jpg", "p0.png") in expected and len(expected) >= 30
+    assert pairs_by_ids(later, later_url) == expected
+    # (every text and every picture searched once its chunks were written)
+    assert report.searched == len(items)
 
 
 def test_a_search_over_every_item_finds_each_pair_of_the_chunks_once(platform: Platform) -> None:

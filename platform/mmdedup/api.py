@@ -9,6 +9,7 @@ gets from `Platform.pairs()` are the same thing. Every signal comes from the reg
 from __future__ import annotations
 
 import os
+import pickle
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
@@ -158,7 +159,7 @@ class Platform:
                 self._refuse_taken(folder, folder_ids(folder, files, id_prefix), name)
                 if engine == "ray":
                     run = RayEngine(folder_blocks(folder, files, self.settings), folder, self.settings,
-                                    id_prefix, self.home, self.url, ray_address, progress)
+                                    id_prefix, self.home, self.url, ray_address, progress, searched_on_worker)
                 else:
                     run = local_engine(read_folder(folder, files, self.settings, id_prefix),
                                        folder, self.settings, self.sessions, workers)
@@ -168,7 +169,7 @@ class Platform:
             if engine == "ray":
                 blocks = manifest_blocks(path, self.settings)
                 run = RayEngine(blocks, path.parent, self.settings, id_prefix, self.home, self.url,
-                                ray_address, progress)
+                                ray_address, progress, searched_on_worker)
                 total = sum(block.records for block in blocks)
             else:
                 # (the lines are counted for the progress bar's total only: a read of the
@@ -181,7 +182,7 @@ class Platform:
         entries = read_items(items, id_prefix)
         base = Path(root) if root else None
         run = (RayEngine(entry_blocks(entries, self.settings), base, self.settings, "", self.home,
-                         self.url, ray_address, progress) if engine == "ray"
+                         self.url, ray_address, progress, searched_on_worker) if engine == "ray"
                else local_engine(entries, base, self.settings, self.sessions, workers))
         return self._run(run, source_name, len(items), progress)
 
@@ -224,17 +225,23 @@ class Platform:
             report.engine = {"name": "ray", **engine.summary}
         return report
 
-    def searched(self, name: str, pks: np.ndarray, among: np.ndarray) -> Searched:
+    def searched(self, name: str, pks: np.ndarray, among: np.ndarray, on: Iterable[str] = ()) -> Searched:
         """The candidate pairs of stored items `pks` that signal `name` finds, scored with
         every signal, not written: the search an ingest ran after writing its items (on
         the ray engine's workers, each with a read-only Platform). `among`: every item
-        that search covers (`Signal.search_stored`)."""
+        that search covers (`Signal.search_stored`); `on`: the signals the writing
+        process scores with, whose models load here if they wait for a first use (a
+        signal it has on and this process cannot have is a RuntimeError saying why)."""
         self._follow_models()
+        for signal in self._signals:
+            if signal.name in on and signal.version() is None and (why := signal.load_models()):
+                raise RuntimeError(f"the {signal.name} signal, on where this ingest writes, is off on "
+                                   f"a worker that scores its pairs: {why}")
         with self.sessions() as session:
             pairs = self.signal(name).search_stored(session, pks, among)
             return Searched(pks, self._scorer.scored(session, pairs), len(pairs))
 
-    def _search_here(self, name: str, pks: np.ndarray) -> Iterator[Searched]:
+    def _search_here(self, name: str, pks: np.ndarray, on: tuple[str, ...]) -> Iterator[Searched]:
         """Items an ingest cut short left unsearched, searched in this process."""
         step = self.settings.ingest_chunk
         for start in range(0, len(pks), step):
@@ -434,6 +441,21 @@ class Platform:
         side, thumbnails) to a page of its own at `out`; UnknownItem for an id the store
         does not hold, KeyError where the two are not a stored pair."""
         return write_pair_report(Path(out), self.sessions, self.settings, a, b, root=root)
+
+
+_ON_WORKER: dict[tuple[Path, str, bytes], Platform] = {}  # a Ray worker's, across tasks and runs
+
+
+def searched_on_worker(home: Path, url: str, settings: Settings, name: str, pks: np.ndarray,
+                       among: np.ndarray, on: tuple[str, ...]) -> Searched:
+    """A ray engine's task (pipeline/ray_engine.py `Searcher`): `Platform.searched` on this
+    worker's read-only Platform over the store, kept while the settings are the same (its
+    indexes then stay open, caught up from the store at each task)."""
+    key = (home, url, pickle.dumps(settings))
+    if key not in _ON_WORKER:
+        _ON_WORKER.clear()
+        _ON_WORKER[key] = Platform(home, url, open_store(url, read_only=True), settings)
+    return _ON_WORKER[key].searched(name, pks, among, on)
 
 
 def store_problem(exc: BaseException, url: str) -> StoreError | None:

@@ -87,8 +87,9 @@ class Searched:
 
 
 # Searches the stored items of a signal (its name, the items' pks, sorted) that a run wrote
-# unsearched, a batch a result: on an engine's workers, or here.
-Search = Callable[[str, np.ndarray], Iterator[Searched]]
+# unsearched, a batch a result, scoring with the signals named (those on here): on an
+# engine's workers, or here.
+Search = Callable[[str, np.ndarray, tuple[str, ...]], Iterator[Searched]]
 
 
 def run_ingest(
@@ -139,7 +140,7 @@ def run_ingest(
                 bar.write(message, file=sys.stderr)
 
         for signal in signals:
-            signal.defer, signal.workers = defer, workers
+            signal.defer, signal.workers = defer and signal.searched_after, workers
         # A pair two signals find, one at its chunk and one in the search after, is one
         # near-duplicate pair written, as it is when both find it at the chunk.
         counted: set[tuple[int, int]] | None = set() if defer else None
@@ -164,17 +165,18 @@ def run_ingest(
     if search is not None and scorer is not None:
         for signal in signals:
             if signal.searched_after:
-                _search_unsearched(factory, signal.name, search, scorer, report, counted)
+                _search_unsearched(factory, signal.name, search, scorer, report, counted,
+                                   tuple(s.name for s in signals if s.version() is not None))
     with factory.begin() as session:
         finish_run(session, run_pk, report.as_dict())
     return report
 
 
 def _search_unsearched(factory: sessionmaker[Session], name: str, search: Search, scorer: PairScorer,
-                       report: IngestReport, counted: set[tuple[int, int]] | None) -> None:
+                       report: IngestReport, counted: set[tuple[int, int]] | None, on: tuple[str, ...]) -> None:
     with factory() as session:
         pks = unsearched.listed(session, name)
-    for found in search(name, pks) if len(pks) else ():
+    for found in search(name, pks, on) if len(pks) else ():
         with factory.begin() as session:
             take_write_lock(session)
             _count_near(report, scorer.write(session, found.scored, elsewhere=True), counted)

@@ -27,7 +27,6 @@ when this engine runs.
 from __future__ import annotations
 
 import os
-import pickle
 import socket
 import time
 from collections import Counter, deque
@@ -94,6 +93,12 @@ def entry_blocks(entries: Iterable[Entry], settings: Settings) -> list[Block]:
     return [Block(entries=tuple(listed[i:i + n])) for i in range(0, len(listed), n)]
 
 
+# What a worker runs to search a block of a signal's stored items (`Platform.searched` on a
+# read-only Platform of the worker's: api.py's `searched_on_worker`): home, store URL,
+# settings, signal name, the block's pks, every pk the search covers, the signals on.
+Searcher = Callable[[Path, str, Settings, str, np.ndarray, np.ndarray, tuple[str, ...]], Searched]
+
+
 class RayEngine:
     """The engine over these blocks (an `Engine`). `root`: what relative paths are
     resolved against (None: this process's working directory, as the local engine does);
@@ -103,10 +108,12 @@ class RayEngine:
     GPUs encoding pictures, seconds."""
 
     def __init__(self, blocks: list[Block], root: Path | None, settings: Settings, id_prefix: str,
-                 home: Path, url: str, address: str | None, progress: bool = False) -> None:
+                 home: Path, url: str, address: str | None, progress: bool = False,
+                 searcher: Searcher | None = None) -> None:
         self.blocks, self.settings, self.id_prefix = blocks, settings, id_prefix
         self.root = root.absolute() if root is not None else None
         self.home, self.url, self.address, self.progress = home.absolute(), url, address, progress
+        self.searcher = searcher
         self.cwd = os.getcwd()
         self.summary: dict[str, Any] = {}
 
@@ -170,7 +177,7 @@ class RayEngine:
         """The cluster, for the signals' own work between chunks (`Signal.workers`)."""
         return ClusterWorkers(connect(self.address), self.url)
 
-    def search(self, name: str, pks: np.ndarray) -> Iterator[Searched]:
+    def search(self, name: str, pks: np.ndarray, on: tuple[str, ...]) -> Iterator[Searched]:
         """Signal `name`'s search of stored items `pks` (sorted; what the run wrote
         unsearched), a task a block of them: each worker holds a read-only Platform over
         this store, whose index it opens from the files the run saved (memory-mapped: a
@@ -178,13 +185,19 @@ class RayEngine:
         signatures it reads for the pairs it scores. The results come back in order, for
         `run_ingest` to write."""
         ray = connect(self.address)
-        task = ray.remote(max_retries=RETRIES)(search_block)
+        assert self.searcher is not None
+        # Scoring reads every signal's stored values under the versions in force, and some
+        # versions follow from this process's environment (the model registry names the
+        # CLIP model): the workers take its MMDEDUP_ and HF_ variables, or a signal this
+        # process has on would score nothing there.
+        env = {k: v for k, v in os.environ.items() if k.startswith(("MMDEDUP_", "HF_"))}
+        task = ray.remote(max_retries=RETRIES)(self.searcher).options(runtime_env={"env_vars": env})
         # A chunk's items a task: each search asks the store a few questions a signal
         # whatever its size, which blocks of `engine_block` would ask eight times as often.
         among, step = ray.put(pks), self.settings.ingest_chunk
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         started, items, candidates, pairs = time.perf_counter(), 0, 0, 0
-        calls = (task.remote(self.home, self.url, self.settings, name, pks[i:i + step], among)
+        calls = (task.remote(self.home, self.url, self.settings, name, pks[i:i + step], among, on)
                  for i in range(0, len(pks), step))
         bar = tqdm(total=len(pks), unit="item", desc=f"search and score ({name})", position=1,
                    leave=False, disable=not self.progress)
@@ -340,12 +353,6 @@ def extract_block(block: Block, root: Path | None, cwd: str, settings: Settings,
     return [(e, entry_bytes(e, root), got) for e, got in zip(entries, extracted)]
 
 
-def search_block(home: Path, url: str, settings: Settings, name: str, pks: np.ndarray,
-                 among: np.ndarray) -> Searched:
-    """A task: `Platform.searched` on this worker's read-only Platform over the store."""
-    return _platform(home, url, settings).searched(name, pks, among)
-
-
 def run_extractors(extractors: dict[str, Callable], items: list[LoadedItem]) -> list[dict[str, Any]]:
     """Each item's {signal name: value} by the signals' `worker_extract`."""
     values = {name: extract(items) for name, extract in extractors.items()}
@@ -379,18 +386,4 @@ def _store(url: str) -> sessionmaker[Session]:
         _STORES[url] = open_store(url, read_only=True)
     return _STORES[url]
 
-
-_PLATFORMS: dict[tuple[Path, str, bytes], Any] = {}  # a worker's, kept across tasks and runs
-
-
-def _platform(home: Path, url: str, settings: Settings) -> Any:
-    """A read-only Platform over the store, kept while the settings are the same (its
-    indexes then stay open, caught up from the store at each task)."""
-    from ..api import Platform  # (api imports this module)
-
-    key = (home, url, pickle.dumps(settings))
-    if key not in _PLATFORMS:
-        _PLATFORMS.clear()
-        _PLATFORMS[key] = Platform(home, url, _store(url), settings)
-    return _PLATFORMS[key]
 

@@ -35,6 +35,7 @@ from ..index.cache import load_parts, read_stamp, save_cached
 from ..input.items import LoadedItem
 from ..score.calibration import calibrate
 from ..score.pairs import SignalValues, candidate_pairs
+from ..store import unsearched
 from ..store.locks import last_write, take_write_lock
 from ..store.signatures import (
     count_signatures_through,
@@ -88,7 +89,8 @@ class Signal(Generic[V, S]):
     # The raw figures a query result reports (a pair keeps all of them).
     query_figures: ClassVar[tuple[str, ...]] = ()
     # Whether an engine may leave this signal's search of a chunk's items until the
-    # chunks are written and run it on its workers (`defer`, `search_stored`).
+    # chunks are written and run it on its workers (`defer`, `search_stored`): its search
+    # must find a pair from either side (`once_in_pass` keeps it on one).
     searched_after: ClassVar[bool] = False
 
     def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings, *,
@@ -103,8 +105,9 @@ class Signal(Generic[V, S]):
         # Scores pairs with every signal and writes them (the Platform's scorer), for a
         # signal that re-signs stored items and must re-pair them.
         self.rescore = rescore
-        # Set by an ingest whose engine searches after writing (a `searched_after` signal
-        # then stores and indexes each chunk's items, and lists them as unsearched).
+        # Set on a `searched_after` signal by an ingest whose engine searches after
+        # writing: it then stores and indexes each chunk's items, and lists them as
+        # unsearched.
         self.defer = False
         # An engine's workers, set by an ingest whose engine has them: work between chunks
         # that a signal hands over (the text signal's TF-IDF refresh signs its next batch
@@ -190,6 +193,9 @@ class Signal(Generic[V, S]):
         found = [v for _, v in kept]
         self.index_add(index, pks, found)
         self.indexed_write(session)
+        if self.defer:
+            unsearched.add(session, self.name, pks)
+            return None
         rows, others = self.search(index, found)
         return np.stack([pks[rows], others], axis=1) if len(rows) else None
 
@@ -214,6 +220,12 @@ class Signal(Generic[V, S]):
 
     def after_chunk(self) -> None:
         """Between chunks, outside any transaction (model refreshes)."""
+
+    def load_models(self) -> str | None:
+        """Load the models this signal's version names where that waits for a first use
+        (an encoder), for a process that scores pairs for another that had the signal on;
+        None once on, else why it is off here."""
+        return None
 
     def wants_pixels(self) -> bool:
         """Whether this signal, on here, reads decoded pictures and keyframe images (the

@@ -93,6 +93,9 @@ class ClipSignal(Signal[np.ndarray, ClipSettings]):
             self._encoder = encoder
         return self._encoder
 
+    def load_models(self) -> str | None:
+        return None if self.encoder is not None else self.off_reason
+
     def wants_pixels(self) -> bool:
         """Asked at an ingest's first chunk with pictures: loads the model where its
         weights are here; where they surely are not, says so without importing torch."""

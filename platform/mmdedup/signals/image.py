@@ -71,6 +71,9 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
     listed = True
     exact_parts = ("image",)
     index_parts: ClassVar = {"full": HammingIndex.load, "centre": HammingIndex.load}
+    # (its four pairings of full and centre codes are symmetric: a search finds a pair from
+    # either picture's side)
+    searched_after = True
 
     def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
         super().__init__(*args, **kwargs)

@@ -105,6 +105,9 @@ class SemanticSignal(Signal[np.ndarray, SemanticSettings]):
             return None
         return _ENCODER
 
+    def load_models(self) -> str | None:
+        return None if self.encoder is not None else self.off_reason
+
     def version(self) -> str | None:
         """Off until the encoder loaded (scoring pairs never loads it)."""
         if self.off_reason is not None or _ENCODER is None:
