@@ -221,7 +221,7 @@ class Platform:
                             scorer=self._scorer, follow=self._follow_models, exact=self._exact,
                             search=engine.search if ray else self._search_here, defer=ray,
                             workers=engine.workers() if ray else None)
-        if isinstance(engine, RayEngine):
+        if ray:
             report.engine = {"name": "ray", **engine.summary}
         return report
 
@@ -231,12 +231,12 @@ class Platform:
         the ray engine's workers, each with a read-only Platform). `among`: every item
         that search covers (`Signal.search_stored`); `on`: the signals the writing
         process scores with, whose models load here if they wait for a first use (a
-        signal it has on and this process cannot have is a RuntimeError saying why)."""
+        signal it has on and this process cannot have is an EngineUnavailable saying why)."""
         self._follow_models()
         for signal in self._signals:
             if signal.name in on and signal.version() is None and (why := signal.load_models()):
-                raise RuntimeError(f"the {signal.name} signal, on where this ingest writes, is off on "
-                                   f"a worker that scores its pairs: {why}")
+                raise EngineUnavailable(f"the {signal.name} signal, on where this ingest writes, is off "
+                                        f"on a worker that scores its pairs: {why}")
         with self.sessions() as session:
             pairs = self.signal(name).search_stored(session, pks, among)
             return Searched(pks, self._scorer.scored(session, pairs), len(pairs))

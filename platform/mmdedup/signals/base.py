@@ -196,8 +196,8 @@ class Signal(Generic[V, S]):
         if self.defer:
             unsearched.add(session, self.name, pks)
             return None
-        rows, others = self.search(index, found)
-        return np.stack([pks[rows], others], axis=1) if len(rows) else None
+        pairs = self.candidates(index, pks, found)
+        return pairs if len(pairs) else None
 
     def candidates(self, index: Any, pks: np.ndarray, values: Any) -> Pairs:
         """Candidate pairs (pk, indexed item) of items `pks` (their `values` a batch)."""
