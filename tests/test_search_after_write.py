@@ -11,11 +11,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from PIL import Image
 from sqlalchemy import text
 
 from mmdedup import Platform
 from mmdedup.input.sources import read_items
+from mmdedup.pipeline.ray_engine import EngineUnavailable
 from mmdedup.pipeline.ingest import local_engine, run_ingest
 
 from helpers import pairs_by_ids
@@ -91,3 +93,16 @@ def test_a_search_written_after_another_process_wrote_the_same_pairs(home: Path,
             with p.sessions.begin() as session:
                 p._scorer.write(session, found.scored, elsewhere=True)
     assert pairs_by_ids(home, db_url) == expected
+
+
+def test_a_search_scoring_for_a_writer_with_an_encoder_this_process_lacks_says_so(
+        platform: Platform) -> None:
+    """A worker scores with the signals the writer has on: one whose model it cannot load
+    (here no CLIP weights) stops the search with the reason, rather than scoring without."""
+    first, second = corpus(5)
+    platform.ingest(first + second, source_name="batch")
+    pks = text_pks(platform)
+    assert platform.signal("clip").version() is None
+    with pytest.raises(EngineUnavailable, match="the clip signal, on where this ingest writes, is off"):
+        platform.searched("text", pks, pks, on=("text", "clip"))
+    assert platform.searched("text", pks, pks, on=("text",)).candidates >= 5
