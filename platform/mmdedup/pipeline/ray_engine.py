@@ -9,8 +9,8 @@ their `worker_extract`, on an actor per GPU where the cluster has GPUs: the vect
 back, not the pixels. Plain texts are signed there too, under the signers in force when
 the block was sent (the text signal's `worker_extract`; the writer signs again what a
 TF-IDF refresh overtook). The blocks come back in order and `run_ingest` writes
-them chunk by chunk in this process, as the local engine's. The text signal only stores
-and indexes them there: once every chunk is written, their candidate pairs are searched
+them chunk by chunk in this process, as the local engine's. The text and picture signals
+only store and index them there: once every chunk is written, their candidate pairs are searched
 and scored on the workers (`search`), each task a block of the run's items against the
 index files the run saved, and this process writes what they found. Pairs, tiers and
 clusters are the same whichever engine ran (tests/test_ray_engine.py compares them). Blocks are of
