@@ -2,16 +2,17 @@
 
 A crawl holds thousands of near-copies of one short page ("page not found", a cookie
 wall, a login form), each with a few words changed and a reference number. Every copy
-is a near-duplicate of every other, so an ingest that pairs each new copy with every
-earlier one writes n(n-1)/2 pairs: its time, memory and store grow with the square of
-the copies. This benchmark ingests N such copies (the local engine, a process of its
-own, a fresh SQLite store) and prints pairs written, wall and CPU seconds, the peak
-memory of the process and the store's size, for each N asked. The baseline of the same
-run is datasketch's MinHashLSH (128 permutations, threshold 0.5) over the same texts'
-words: the candidates it returns, one query per copy against the earlier ones, which
-grow the same way. Issue #15's hot-bucket cap is what is meant to bound both.
+is a near-duplicate of every other, and an ingest that scores each new copy against every
+earlier one does n(n-1)/2 pairs of work: its time, memory and store grow with the square
+of the copies. This benchmark ingests N such copies (the local engine, a process of its
+own, a fresh SQLite store) and prints, once it is done, the pairs in a tier (by tier)
+and the clusters they make, wall and CPU seconds, the peak memory of the process and the
+store's size, for each N asked. The baseline of the same run is datasketch's MinHashLSH
+(128 permutations, threshold 0.5) over the same texts' words: the candidates it returns,
+one query per copy against the earlier ones, which grow the same way. Issue #15's
+hot-bucket cap is what is meant to bound both.
 
-    python scripts/bench/hot_template.py [--copies 500 1000 2000]
+    python scripts/bench/hot_template.py [--copies 250 500 1000]
 """
 
 from __future__ import annotations
@@ -19,13 +20,16 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from mmdedup import Platform
+
+sys.path.insert(0, str(Path(__file__).parent))
+from timing import child_seconds  # noqa: E402
 
 WORDS = ("Sorry, the page you were looking for could not be found on this site. It may have been moved, "
          "renamed or removed by the editors. Please check the address, use the search box above, or go back "
@@ -51,16 +55,13 @@ def ingest(texts: list[str], folder: Path) -> dict[str, float]:
     manifest = folder / "copies.jsonl"
     manifest.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
     home = folder / "store"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "mmdedup", "--home", str(home), "ingest", "--no-progress",
-                           str(manifest)], capture_output=True, text=True, check=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    pairs = int(re.search(r"(\d+) near-duplicate pairs written", done.stdout + done.stderr).group(1))
-    size = sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
-    return {"pairs": pairs, "wall": wall, "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-            "peak_mb": after.ru_maxrss / 1024, "store_mb": size / 2 ** 20}
+    wall, cpu = child_seconds([sys.executable, "-m", "mmdedup", "--home", str(home), "ingest", "--no-progress",
+                               str(manifest)])
+    with Platform.open(home, read_only=True) as p:
+        stats = p.stats()
+    return {"tiers": stats["pairs"], "pairs": sum(stats["pairs"].values()), "clusters": stats["clusters"], "wall": wall, "cpu": cpu,
+            "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+            "store_mb": sum(f.stat().st_size for f in home.rglob("*") if f.is_file()) / 2 ** 20}
 
 
 def datasketch_candidates(texts: list[str]) -> tuple[int, float]:
@@ -78,18 +79,19 @@ def datasketch_candidates(texts: list[str]) -> tuple[int, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--copies", type=int, nargs="+", default=[500, 1000, 2000])
+    ap.add_argument("--copies", type=int, nargs="+", default=[250, 500, 1000])
     args = ap.parse_args()
-    print("| copies | pairs written | of n(n-1)/2 | wall s | CPU s | peak MB | store MB "
+    print("| copies | pairs in a tier (strong / medium / weak) | of n(n-1)/2 | clusters | wall s | CPU s | peak MB | store MB "
           "| datasketch candidates | datasketch CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     # (Ascending: a child's peak memory is the largest of any child's so far.)
     for n in sorted(args.copies):
         texts = copies(n)
         with tempfile.TemporaryDirectory() as tmp:
             got = ingest(texts, Path(tmp))
         base, base_cpu = datasketch_candidates(texts)
-        print(f"| {n} | {got['pairs']} | {got['pairs'] / (n * (n - 1) / 2):.2f} | {got['wall']:.1f} "
+        tiers = " / ".join(str(got["tiers"].get(t, 0)) for t in ("strong", "medium", "weak"))
+        print(f"| {n} | {got['pairs']} ({tiers}) | {got['pairs'] / (n * (n - 1) / 2):.2f} | {got['clusters']} | {got['wall']:.1f} "
               f"| {got['cpu']:.1f} | {got['peak_mb']:.0f} | {got['store_mb']:.1f} | {base} | {base_cpu:.1f} |",
               flush=True)
 
