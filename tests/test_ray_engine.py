@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections import Counter
 import socket
 import subprocess
 import sys
@@ -32,6 +33,7 @@ pytest.importorskip("ray")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
 from concurrent_ingest import corpus  # noqa: E402
+from hot_template import copies  # noqa: E402
 
 RAY = str(Path(sys.executable).with_name("ray"))
 # A test cluster of this machine: no token to share between its nodes and the CLI.
@@ -137,6 +139,28 @@ def test_a_manifest_through_the_ray_engine_gives_what_the_local_engine_gives(
     stored = sum(1 for line in manifest.open() if '"id"' in line) - 2  # (the missing picture, the repeated id)
     assert f" 0 new, 0 updated, {stored} unchanged, 3 failed" in again, again
     assert outcome(home, url) == expected
+
+
+def test_a_page_repeated_through_the_ray_engine_is_cut_where_the_local_engine_cuts_it(
+        new_store, tmp_path: Path, cluster: str) -> None:
+    first, second = corpus(10)
+    hot = [{"id": f"hot{i:03d}", "text": t} for i, t in enumerate(copies(50))]
+    manifest = write_manifest(tmp_path, [*first, *hot[:25], *second, *hot[25:]])
+    # (no TF-IDF refresh in this run: the cap alone is compared)
+    env = {**ENV, "MMDEDUP_TFIDF_MIN_DOCS": "100000", "MMDEDUP_MAX_CANDIDATES_PER_ITEM": "4"}
+    said, found = [], []
+    for name, engine in (("local", ()), ("ray", ("--engine", "ray", "--ray-address", cluster))):
+        home, url = new_store(name)
+        said.append(finish(mmdedup(home, url, "ingest", str(manifest), "--no-progress", *engine,
+                                   env=env)).splitlines()[0])
+        found.append(outcome(home, url))
+    assert found[1] == found[0]
+    later = Counter(b for a, b in found[0]["pairs"] if a.startswith("hot"))  # (ids in their order)
+    assert len(later) >= 40 and max(later.values()) <= 4
+    # Both cut the copies' searches, and wrote the same pairs (the ray engine's search
+    # reads the whole run's index, so it passes over more bucket entries).
+    assert [line.split("; text:")[0] for line in said] == [said[0].split("; text:")[0]] * 2
+    assert all("searches met max_candidates_per_item" in line for line in said), said
 
 
 def test_a_folder_and_python_items_through_the_ray_engine(new_store, tmp_path: Path,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
@@ -237,9 +238,11 @@ class Platform:
             if signal.name in on and signal.version() is None and (why := signal.load_models()):
                 raise EngineUnavailable(f"the {signal.name} signal, on where this ingest writes, is off "
                                         f"on a worker that scores its pairs: {why}")
+        signal = self.signal(name)
+        before = Counter(signal.capped)
         with self.sessions() as session:
-            pairs = self.signal(name).search_stored(session, pks, among)
-            return Searched(pks, self._scorer.scored(session, pairs), len(pairs))
+            pairs = signal.search_stored(session, pks, among)
+            return Searched(pks, self._scorer.scored(session, pairs), len(pairs), signal.capped - before)
 
     def _search_here(self, name: str, pks: np.ndarray, on: tuple[str, ...]) -> Iterator[Searched]:
         """Items an ingest cut short left unsearched, searched in this process."""

@@ -351,6 +351,11 @@ class Settings:
     # An exact-duplicate group pairs each new member with at most this many earlier ones
     # (the earliest first); clusters stay whole through union-find, the pairs table bounded.
     max_exact_pairs_per_item: int = setting(50, COUNT)
+    # A signal's search gives each item at most this many candidates stored before it (the
+    # earliest first) and as many after it, and a text band bucket at most this many
+    # entries: a page repeated across a crawl costs each copy this many pairs, not one per
+    # copy (signals/base.py `capped_pairs`). Runs report what it cut.
+    max_candidates_per_item: int = setting(100, COUNT)
 
     # TF-IDF (the text signal's term weights): jieba's IDF prior until this many texts,
     # then corpus frequencies, frozen anew (and everything re-signed) each time the corpus

@@ -7,34 +7,38 @@ earlier one does n(n-1)/2 pairs of work: its time, memory and store grow with th
 of the copies. This benchmark ingests N such copies (the local engine, a process of its
 own, a fresh SQLite store) and prints, once it is done, the pairs in a tier (by tier)
 and the clusters they make, wall and CPU seconds, the peak memory of the process and the
-store's size, for each N asked. The baseline of the same run is datasketch's MinHashLSH
-(128 permutations, threshold 0.5) over the same texts' words: the candidates it returns,
-one query per copy against the earlier ones, which grow the same way. Issue #15's
-hot-bucket cap is what is meant to bound both.
+store's size, and what the cap on candidates an item (`max_candidates_per_item`) cut, for
+each N asked: with the cap as configured, and, up to `--uncapped-up-to` copies, with a cap
+no run reaches (what every ingest did before there was one). The baseline of the same run
+is datasketch's MinHashLSH (128 permutations, threshold 0.5) over the same texts' words:
+the candidates it returns, one query per copy against the earlier ones, which grow with
+the square of the copies.
 
-    python scripts/bench/hot_template.py [--copies 250 500 1000]
+    python scripts/bench/hot_template.py [--copies 250 500 1000 4000] [--uncapped-up-to 1000]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
-import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from mmdedup import Platform
+from mmdedup.store.runs import run_counts
 
 sys.path.insert(0, str(Path(__file__).parent))
-from timing import child_seconds  # noqa: E402
+from timing import child_usage  # noqa: E402
 
 WORDS = ("Sorry, the page you were looking for could not be found on this site. It may have been moved, "
          "renamed or removed by the editors. Please check the address, use the search box above, or go back "
          "to the home page to browse our latest stories, videos and photo galleries from around the world. "
          "Subscribe to our newsletter for daily updates and follow us on social media for breaking news.").split()
+NO_CAP = 10 ** 9  # a max_candidates_per_item no run reaches
 SWAPS = ("story", "update", "section", "archive", "gallery", "report")
 
 
@@ -51,16 +55,22 @@ def copies(n: int, seed: int = 1) -> list[str]:
     return out
 
 
-def ingest(texts: list[str], folder: Path) -> dict[str, float]:
+def ingest(texts: list[str], folder: Path, cap: int | None) -> dict:
+    """One ingest of the copies in a process of its own; `cap`: max_candidates_per_item
+    (None: as configured)."""
     manifest = folder / "copies.jsonl"
     manifest.write_text("".join(json.dumps({"id": f"c{i}", "text": t}) + "\n" for i, t in enumerate(texts)))
     home = folder / "store"
-    wall, cpu = child_seconds([sys.executable, "-m", "mmdedup", "--home", str(home), "ingest", "--no-progress",
-                               str(manifest)])
+    env = {**os.environ, **({"MMDEDUP_MAX_CANDIDATES_PER_ITEM": str(cap)} if cap else {})}
+    wall, cpu, peak = child_usage([sys.executable, "-m", "mmdedup", "--home", str(home), "ingest", "--no-progress",
+                                   str(manifest)], env=env)
     with Platform.open(home, read_only=True) as p:
         stats = p.stats()
-    return {"tiers": stats["pairs"], "pairs": sum(stats["pairs"].values()), "clusters": stats["clusters"], "wall": wall, "cpu": cpu,
-            "peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        with p.sessions() as session:
+            (counts,) = run_counts(session)
+    return {"tiers": stats["pairs"], "pairs": sum(stats["pairs"].values()), "clusters": stats["clusters"],
+            "written": counts["near_pairs"], "cut": counts["capped"].get("text", {}), "wall": wall, "cpu": cpu,
+            "peak_mb": peak,
             "store_mb": sum(f.stat().st_size for f in home.rglob("*") if f.is_file()) / 2 ** 20}
 
 
@@ -80,20 +90,25 @@ def datasketch_candidates(texts: list[str]) -> tuple[int, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--copies", type=int, nargs="+", default=[250, 500, 1000])
+    ap.add_argument("--uncapped-up-to", type=int, default=1000,
+                    help="also ingest without a cap up to this many copies (its cost grows with their square)")
     args = ap.parse_args()
-    print("| copies | pairs in a tier (strong / medium / weak) | of n(n-1)/2 | clusters | wall s | CPU s | peak MB | store MB "
+    print("| copies | cap | pairs written | pairs in a tier (strong / medium / weak) | clusters | searches cut "
+          "| candidates dropped | bucket entries not read | wall s | CPU s | peak MB | store MB "
           "| datasketch candidates | datasketch CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    # (Ascending: a child's peak memory is the largest of any child's so far.)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in sorted(args.copies):
         texts = copies(n)
-        with tempfile.TemporaryDirectory() as tmp:
-            got = ingest(texts, Path(tmp))
         base, base_cpu = datasketch_candidates(texts)
-        tiers = " / ".join(str(got["tiers"].get(t, 0)) for t in ("strong", "medium", "weak"))
-        print(f"| {n} | {got['pairs']} ({tiers}) | {got['pairs'] / (n * (n - 1) / 2):.2f} | {got['clusters']} | {got['wall']:.1f} "
-              f"| {got['cpu']:.1f} | {got['peak_mb']:.0f} | {got['store_mb']:.1f} | {base} | {base_cpu:.1f} |",
-              flush=True)
+        for cap in (None, NO_CAP) if n <= args.uncapped_up_to else (None,):
+            with tempfile.TemporaryDirectory() as tmp:
+                got = ingest(texts, Path(tmp), cap)
+            tiers = " / ".join(str(got["tiers"].get(t, 0)) for t in ("strong", "medium", "weak"))
+            cut = got["cut"]
+            print(f"| {n} | {'none' if cap else 'default'} | {got['written']} | {got['pairs']} ({tiers}) "
+                  f"| {got['clusters']} | {cut.get('searches', 0)} | {cut.get('dropped', 0)} "
+                  f"| {cut.get('passed over', 0)} | {got['wall']:.1f} | {got['cpu']:.1f} | {got['peak_mb']:.0f} "
+                  f"| {got['store_mb']:.1f} | {base} | {base_cpu:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -24,3 +24,17 @@ def child_seconds(*commands: list[str], env: dict[str, str] | None = None,
     if any(codes):
         raise SystemExit(f"a timed command failed: exit statuses {codes}")
     return wall, (after.children_user - before.children_user) + (after.children_system - before.children_system)
+
+
+def child_usage(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """Run one command, output discarded: (wall s, CPU s, peak MB) of it alone (and of the
+    processes it waited for), where a benchmark's later children must not inherit an
+    earlier child's peak (as `resource.RUSAGE_CHILDREN` would give)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"a timed command failed: exit status {proc.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024

@@ -248,7 +248,7 @@ class HammingIndex:
         keys = self._chunk_keys(x)
         qs, ps = [], []
         for t in range(self.nhash):
-            row, pos = runs.lookup(t, (keys[:, t, None] ^ flips[None, :]).ravel())
+            row, pos, _ = runs.lookup(t, (keys[:, t, None] ^ flips[None, :]).ravel())
             qs.append(row // len(flips))
             ps.append(pos)
         # Verified before they are made distinct: most of what shares a chunk is far

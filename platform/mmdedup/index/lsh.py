@@ -120,6 +120,8 @@ class Candidates(NamedTuple):
 
     query: np.ndarray  # int64, index into the query batch
     ids: np.ndarray  # int64 item ids
+    # Per query: the bucket entries a capped query (`BandLSH.query(first=...)`) passed over.
+    passed: np.ndarray | None = None
 
     def per_query(self, n_queries: int) -> list[np.ndarray]:
         return np.split(self.ids, np.searchsorted(self.query, np.arange(1, n_queries)))
@@ -191,16 +193,22 @@ class BandLSH:
 
     # ---- reads -------------------------------------------------------------
 
-    def query(self, sigs: np.ndarray, distinct: bool = True) -> Candidates:
+    def query(self, sigs: np.ndarray, distinct: bool = True, first: int | None = None) -> Candidates:
         """Live items sharing at least one band with each query signature; with
         `distinct=False` an item is listed once per band it shares (for a caller that
-        filters candidates before making them distinct: a sort of every band hit saved)."""
+        filters candidates before making them distinct: a sort of every band hit saved).
+        `first`: each band's bucket gives at most its `first` earliest entries (of the
+        main and of the tail run each; `Runs.lookup`), and `passed` says how many each
+        query passed over. A bucket holds the items that agree on a whole band of rows,
+        which unrelated texts almost never do: one past `first` is a page repeated
+        across a crawl, whose copies need not each be compared with every other."""
         sigs = self._check_sigs(sigs)
         self._runs.flush()
         parts_q, parts_pos = [], []
+        passed = np.zeros(len(sigs), np.int64)
         for s in range(0, len(sigs), _QUERY_CHUNK):
             keys = band_keys(sigs[s:s + _QUERY_CHUNK], self.bands, self.rows)
-            q, pos = self._lookup(keys)
+            q, pos = self._lookup(keys, first, passed[s:s + _QUERY_CHUNK])
             if not distinct:
                 parts_q.append(q.astype(np.int64) + s)
                 parts_pos.append(pos)
@@ -210,13 +218,16 @@ class BandLSH:
             parts_pos.append(pos)
         if not parts_q:
             e = np.empty(0, np.int64)
-            return Candidates(e, e.copy())
+            return Candidates(e, e.copy(), passed)
         q, pos = np.concatenate(parts_q), np.concatenate(parts_pos)
-        return Candidates(q, self._slots.ids[pos])
+        return Candidates(q, self._slots.ids[pos], passed)
 
-    def _lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(query row, position) for every live entry in a matching bucket."""
-        found = [self._runs.lookup(b, keys[:, b]) for b in range(self.bands)]
+    def _lookup(self, keys: np.ndarray, first: int | None, passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(query row, position) for every live entry in a matching bucket (at most
+        `first` a bucket and run, the entries passed over added to `passed`)."""
+        found = [self._runs.lookup(b, keys[:, b], first) for b in range(self.bands)]
+        for f in found:
+            passed += f[2]
         q = np.concatenate([f[0] for f in found])
         pos = np.concatenate([f[1] for f in found])
         live = self._slots.alive[pos]

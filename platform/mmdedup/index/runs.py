@@ -90,9 +90,13 @@ class Runs:
             self.main = merged
             self.main_changed = True
 
-    def lookup(self, table: int, lo_key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def lookup(self, table: int, lo_key: np.ndarray, first: int | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query row, int64 position) of every entry of `table` whose key is a query's
-        (keys in the high half, low half zero). Call `flush` first."""
+        (keys in the high half, low half zero), and for each query the entries it passed
+        over: with `first`, a bucket gives at most its `first` earliest positions of each
+        run (main, tail), so a key that thousands of items share costs a query a bounded
+        slice, not the whole bucket. Call `flush` first."""
         # The keys searched in ascending order: numpy's binary search starts each key from
         # where the last one ended, so a batch over a run larger than the caches takes far
         # fewer misses (about half the time at a million entries); the bounds go back to
@@ -102,17 +106,22 @@ class Runs:
         hi_sorted = lo_sorted | LOW
         qs, ps = [], []
         lo, hi = np.empty(len(lo_key), np.intp), np.empty(len(lo_key), np.intp)
+        passed = np.zeros(len(lo_key), np.int64)
         for run in (self.main[table], self.tail[table]):
             if len(run) == 0:
                 continue
             lo[order] = np.searchsorted(run, lo_sorted, side="left")
             hi[order] = np.searchsorted(run, hi_sorted, side="right")
+            if first is not None:
+                end = np.minimum(hi, lo + first)
+                passed += hi - end
+                hi = end
             q, k = expand_ranges(lo, hi)
             qs.append(q)
             ps.append((run[k] & LOW).astype(np.int64))
         if not qs:
-            return np.empty(0, np.int64), np.empty(0, np.int64)
-        return np.concatenate(qs), np.concatenate(ps)
+            return np.empty(0, np.int64), np.empty(0, np.int64), passed
+        return np.concatenate(qs), np.concatenate(ps), passed
 
     def renumber(self, keep: np.ndarray) -> None:
         """Drop the positions not in `keep` and number the rest densely (a monotone

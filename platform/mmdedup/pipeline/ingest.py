@@ -59,6 +59,9 @@ class IngestReport:
     # blocks, records, CPUs, GPUs encoding pictures, seconds, and values extracted on the
     # workers by signal).
     engine: dict[str, object] = field(default_factory=lambda: {"name": "local"})
+    # What the cap on candidates an item (`max_candidates_per_item`) cut, by signal: the
+    # searches cut, the bucket entries passed over, the candidates dropped.
+    capped: dict[str, Counter[str]] = field(default_factory=dict)
 
     def summary(self) -> str:
         text = (f"{self.source}: {self.new} new, {self.updated} updated, {self.unchanged} "
@@ -66,6 +69,9 @@ class IngestReport:
                 f"{self.near_pairs} near-duplicate pairs written")
         if self.failures:
             text += " (failures: " + ", ".join(f"{r} {n}" for r, n in self.failures.most_common()) + ")"
+        for name, cut in self.capped.items():
+            text += (f"; {name}: {cut['searches']} searches met max_candidates_per_item "
+                     f"({cut['dropped']} candidates dropped, {cut['passed over']} bucket entries not read)")
         return text
 
     def as_dict(self) -> dict[str, object]:
@@ -73,7 +79,11 @@ class IngestReport:
                 "unchanged": self.unchanged, "failed": self.failed,
                 "failures": dict(self.failures), "exact_pairs": self.exact_pairs,
                 "near_pairs": self.near_pairs, "chunks": self.chunks, "searched": self.searched,
-                "engine": self.engine}
+                "engine": self.engine, "capped": {name: dict(cut) for name, cut in self.capped.items()}}
+
+    def add_capped(self, name: str, cut: Counter[str]) -> None:
+        if cut:
+            self.capped.setdefault(name, Counter()).update(cut)
 
 
 @dataclass
@@ -84,6 +94,7 @@ class Searched:
     pks: np.ndarray
     scored: Scored
     candidates: int
+    capped: Counter[str] = field(default_factory=Counter)  # what the cap cut (`IngestReport`)
 
 
 # Searches the stored items of a signal (its name, the items' pks, sorted) that a run wrote
@@ -139,6 +150,7 @@ def run_ingest(
                 told.add(message)
                 bar.write(message, file=sys.stderr)
 
+        capped_before = {signal.name: Counter(signal.capped) for signal in signals}
         for signal in signals:
             signal.defer, signal.workers = defer and signal.searched_after, workers
         # A pair two signals find, one at its chunk and one in the search after, is one
@@ -162,6 +174,8 @@ def run_ingest(
         bar.close()
     for signal in (exact, *signals):
         signal.finish()
+    for signal in signals:  # (the chunks' searches, a refresh's; those after writing below)
+        report.add_capped(signal.name, signal.capped - capped_before[signal.name])
     if search is not None and scorer is not None:
         for signal in signals:
             if signal.searched_after:
@@ -182,6 +196,7 @@ def _search_unsearched(factory: sessionmaker[Session], name: str, search: Search
             _count_near(report, scorer.write(session, found.scored, elsewhere=True), counted)
             unsearched.drop(session, name, found.pks)
         report.searched += len(found.pks)
+        report.add_capped(name, found.capped)
 
 
 def _count_near(report: IngestReport, tiered: list[tuple[int, int]], counted: set[tuple[int, int]] | None) -> None:

@@ -24,6 +24,7 @@ pairs table, queries, the report and the review screen take their names from the
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Generic, Protocol, Sequence, TypeVar
 
@@ -32,6 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import S, Settings, SignalSettings
 from ..index.cache import load_parts, read_stamp, save_cached
+from ..index.slots import distinct_pairs
 from ..input.items import LoadedItem
 from ..score.calibration import calibrate
 from ..score.pairs import SignalValues, candidate_pairs
@@ -109,6 +111,9 @@ class Signal(Generic[V, S]):
         # writing: it then stores and indexes each chunk's items, and lists them as
         # unsearched.
         self.defer = False
+        # What the cap on candidates an item (`kept`) cut since the process started: the
+        # searches cut, bucket entries passed over, candidates dropped (for run reports).
+        self.capped: Counter[str] = Counter()
         # An engine's workers, set by an ingest whose engine has them: work between chunks
         # that a signal hands over (the text signal's TF-IDF refresh signs its next batch
         # of stored texts there while the chunks in between are written).
@@ -199,18 +204,39 @@ class Signal(Generic[V, S]):
         pairs = self.candidates(index, pks, found)
         return pairs if len(pairs) else None
 
-    def candidates(self, index: Any, pks: np.ndarray, values: Any) -> Pairs:
-        """Candidate pairs (pk, indexed item) of items `pks` (their `values` a batch)."""
+    def candidates(self, index: Any, pks: np.ndarray, values: Any, among: np.ndarray | None = None) -> Pairs:
+        """Distinct candidate pairs (lo, hi) of indexed items `pks` (their `values` a
+        batch), each item's capped (`kept`). `among` (sorted): every item of the pass
+        this search is part of (a search after writing); by default the batch itself."""
         rows, others = self.search(index, values)
-        return np.stack([pks[rows], others], axis=1) if len(rows) else np.zeros((0, 2), np.int64)
+        found = np.stack([pks[rows], others], axis=1) if len(rows) else np.zeros((0, 2), np.int64)
+        return self.kept(found, among, pks)
+
+    def kept(self, found: Pairs, among: np.ndarray | None, pks: np.ndarray,
+             passed: np.ndarray | None = None) -> Pairs:
+        """The candidates (item, other) a search of items `pks` found, as distinct
+        (lo, hi) pairs: each pair once where the signal's search finds it from either
+        side (`searched_after`; `once_in_pass` over `among`, by default `pks`), and each
+        item's capped at `max_candidates_per_item` (`capped_pairs`). What the cap cut is
+        added to `capped`: the searches cut, the bucket entries an index passed over
+        (`passed`, per item of `pks`) and the candidates dropped."""
+        if among is None and self.searched_after:
+            among = np.sort(pks)
+        pairs, cut, dropped = capped_pairs(found, among, self.settings.max_candidates_per_item)
+        if passed is not None and passed.any():
+            cut = np.union1d(cut, pks[passed > 0])
+            self.capped["passed over"] += int(passed.sum())
+        if len(cut):
+            self.capped["searches"] += len(cut)
+            self.capped["dropped"] += dropped
+        return pairs
 
     def search_stored(self, session: Session, pks: np.ndarray, among: np.ndarray) -> Pairs:
         """Distinct candidate pairs (lo, hi) of stored items `pks`, as the chunk that
         wrote them would have found: the search an engine ran after writing. `among`
         (sorted): every item this pass searches (`once_in_pass`)."""
         pos, values = self.stored(session, pks.tolist())
-        return once_in_pass(self.candidates(self.index(session), np.fromiter(pos, np.int64, len(pos)), values),
-                            among)
+        return self.candidates(self.index(session), np.fromiter(pos, np.int64, len(pos)), values, among)
 
     def extracted(self, items: Sequence[LoadedItem]) -> list[V | None]:
         """Each item's value: extracted where it was loaded, else by `extract` here."""
@@ -435,15 +461,43 @@ class Signal(Generic[V, S]):
                 for i, pk in enumerate(found)}
 
 
-def once_in_pass(found: Pairs, among: np.ndarray) -> Pairs:
-    """Candidate pairs (item, other) as distinct (lo, hi) rows, each pair once in a pass
-    that searches every item of `among` (sorted): a pair of two of them is kept by the
-    later one's search only (a search finds a pair from either side)."""
+def capped_pairs(found: Pairs, among: np.ndarray | None, limit: int) -> tuple[Pairs, np.ndarray, int]:
+    """Candidate pairs (item, other) as distinct (lo, hi) rows, with the items whose
+    candidates the cap cut and how many it dropped.
+
+    `among` (sorted; None: no such pass): each pair once in a pass that searches every
+    item of `among`, kept by the later one's search only (`once_in_pass`).
+
+    The cap: each item keeps at most `limit` candidates before it (lower pks) and `limit`
+    after it, the earliest first, as an exact-duplicate group pairs each member with its
+    earliest ones. A page repeated across a crawl then costs each copy `limit` pairs, not
+    one for every other copy; its copies stay linked, through the earliest. The cap reads
+    only pks, so a search at each chunk and one after writing cut the same candidates.
+    """
     mine, other = found[:, 0], found[:, 1]
-    at = np.minimum(np.searchsorted(among, other), max(len(among) - 1, 0))
-    searched = among[at] == other if len(among) else np.zeros(len(other), bool)
-    keep = (mine != other) & (~searched | (other < mine))
-    return candidate_pairs(mine[keep], other[keep])
+    keep = (mine != other) & once_in_pass(mine, other, among)
+    mine, other, _ = distinct_pairs(mine[keep], other[keep])  # (sorted by item, then other)
+    if not len(mine):
+        return np.zeros((0, 2), np.int64), mine, 0
+    # An item's candidates before it come first, those after it next: a rank within each.
+    after = other > mine
+    start = np.ones(len(mine), bool)
+    start[1:] = (mine[1:] != mine[:-1]) | (after[1:] != after[:-1])
+    first = np.flatnonzero(start)
+    rank = np.arange(len(mine)) - np.repeat(first, np.diff(np.append(first, len(mine))))
+    over = rank >= limit
+    cut = np.unique(mine[over])
+    return candidate_pairs(mine[~over], other[~over]), cut, int(over.sum())
+
+
+def once_in_pass(mine: np.ndarray, other: np.ndarray, among: np.ndarray | None) -> np.ndarray:
+    """Which candidates (mine[i], other[i]) to keep so that a pass that searches every item
+    of `among` (sorted) has each pair once: a pair of two of them is kept by the later
+    one's search only (a search finds a pair from either side). None: all."""
+    if among is None or not len(among):
+        return np.ones(len(mine), bool)
+    at = np.minimum(np.searchsorted(among, other), len(among) - 1)
+    return (among[at] != other) | (other < mine)
 
 
 def stamp_name(kind: str) -> str:

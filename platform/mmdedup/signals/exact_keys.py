@@ -32,7 +32,7 @@ from ..config import SignalSettings
 from ..index.lsh import BandLSH
 from ..input.items import LoadedItem
 from ..store.items import full_keys
-from .base import Signal
+from .base import Pairs, Signal
 
 VERSION = "sha256-first64/1"
 
@@ -104,6 +104,15 @@ class ExactKeys(Signal[tuple[int, int], SignalSettings]):
         """(row, item pk) of the items whose content key may be the row's."""
         found = index.content.query(np.asarray(values, np.uint64).reshape(-1, 2)[:, :1])
         return found.query, found.ids
+
+    def candidates(self, index: KeyTables, pks: np.ndarray, values: Any, among: np.ndarray | None = None) -> Pairs:
+        """(item, other) rows, not made distinct or capped as the contract's are: `copies`
+        keeps each item's earliest copies (`max_exact_pairs_per_item`), and a content
+        key's bucket is read only as far as those (with the item itself), so a page
+        stored a million times costs each copy that many entries, not a million."""
+        keys = np.asarray(values, np.uint64).reshape(-1, 2)[:, :1]
+        found = index.content.query(keys, first=self.settings.max_exact_pairs_per_item + 1)
+        return np.stack([pks[found.query], found.ids], axis=1)
 
     # --- what ingest and queries ask ----------------------------------------------------
 

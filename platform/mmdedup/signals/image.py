@@ -150,10 +150,9 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
         values = [c for _, c in signed]
         self.index_add(index, done, values)
         self.indexed_write(session)
-        found, others = self.search(index, values)
+        found = self.candidates(index, done, values)
         if self.rescore is not None:
-            both = np.concatenate([np.stack([done[found], others], axis=1).reshape(-1, 2),
-                                   pairs_touching(session, done.tolist())])
+            both = np.concatenate([found, pairs_touching(session, done.tolist())])
             self.rescore(session, candidate_pairs(both[:, 0], both[:, 1]))
         return len(signed)
 

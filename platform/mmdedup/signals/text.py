@@ -58,7 +58,7 @@ from ..store.pairs import pairs_touching
 from ..store.signatures import delete_other_versions, has_any, has_other_version, load_signatures, replace_signatures
 from ..score.calibration import calibrate_at_most
 from ..score.pairs import SignalValues
-from .base import Signal, once_in_pass
+from .base import Signal
 from .text_refresh import NEXT_KIND, PENDING_KIND, TOKENS_KIND, Refresher, refresh_rate
 
 WORDS_KIND = "words"  # the model kind of learned word weights
@@ -300,14 +300,18 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def search(self, index: TextIndex, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
         """(query row, item pk) pairs from either index, deduplicated."""
-        return distinct_pairs(*self._hits(index, sk))[:2]
+        return distinct_pairs(*self._hits(index, sk)[:2])[:2]
 
-    def _hits(self, index: TextIndex, sk: TextSketches) -> tuple[np.ndarray, np.ndarray]:
+    def _hits(self, index: TextIndex, sk: TextSketches, first: int | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query row, item pk) of what either index proposes, not yet distinct (a pair
-        the SimHash probe and several bands find is listed as often)."""
+        the SimHash probe and several bands find is listed as often), and the band
+        bucket entries each query passed over (`first`: `BandLSH.query`). The SimHash
+        buckets are not cut: a 16-bit chunk is shared by many unrelated texts in a large
+        store, and its candidates are checked against the whole code before any is kept."""
         hits = index.hamming.search(sk.simhash, self.config.simhash_radius)
-        cand = index.lsh.query(sk.wminhash[:, : index.lsh.num_perm], distinct=False)
-        return np.concatenate([hits.query, cand.query]), np.concatenate([hits.ids, cand.ids])
+        cand = index.lsh.query(sk.wminhash[:, : index.lsh.num_perm], distinct=False, first=first)
+        return np.concatenate([hits.query, cand.query]), np.concatenate([hits.ids, cand.ids]), cand.passed
 
     def similarity(self, a: TextSketches, b: TextSketches) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         sims = similarity(a, b)
@@ -436,8 +440,9 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         if not stored:
             return found
         mine = np.fromiter(stored, np.int64, len(stored))
-        more = self.candidates(self.refresher.pending_index(session), mine, self.unpack_many(list(stored.values())))
-        both = np.concatenate([found, once_in_pass(more, among)])
+        more = self.candidates(self.refresher.pending_index(session), mine,
+                               self.unpack_many(list(stored.values())), among)
+        both = np.concatenate([found, more])
         return candidate_pairs(both[:, 0], both[:, 1])
 
     def _signed_by_workers(self, items: list[LoadedItem], signer: TextSigner) -> TextSketches | None:
@@ -487,16 +492,16 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         self.index_add(index, pks, sk)
         return self.candidates(index, pks, sk) if search else np.zeros((0, 2), np.int64)
 
-    def candidates(self, index: TextIndex, pks: np.ndarray, sk: TextSketches) -> np.ndarray:
+    def candidates(self, index: TextIndex, pks: np.ndarray, sk: TextSketches,
+                   among: np.ndarray | None = None) -> np.ndarray:
         """As the contract's, less the empty texts and what could not reach the floor
-        (`reachable`)."""
+        (`reachable`), the band buckets cut at the cap too (`_hits`)."""
         if sk.empty.any():
             live = ~sk.empty
             pks, sk = pks[live], sk.take(live)
-        q, other = self._hits(index, sk)
+        q, other, passed = self._hits(index, sk, self.settings.max_candidates_per_item)
         keep = self.reachable(index, sk, q, other)  # (before they are made distinct: most go)
-        q, other, _ = distinct_pairs(q[keep], other[keep])
-        return np.stack([pks[q], other], axis=1) if len(q) else np.zeros((0, 2), np.int64)
+        return self.kept(np.stack([pks[q[keep]], other[keep]], axis=1), among, pks, passed)
 
     def reachable(self, index: TextIndex, sk: TextSketches, q: np.ndarray, other: np.ndarray) -> np.ndarray:
         """Whether each candidate (row q[i] of `sk`, indexed item other[i]) could reach

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from .schema import IngestRun, utcnow
@@ -18,3 +18,9 @@ def start_run(session: Session, source: str) -> int:
 def finish_run(session: Session, run_pk: int, counts: dict) -> None:
     session.execute(update(IngestRun).where(IngestRun.pk == run_pk).values(
         status="done", finished_at=utcnow(), counts=counts))
+
+
+def run_counts(session: Session) -> list[dict]:
+    """The counts each finished ingest run recorded (its report), oldest first."""
+    return list(session.execute(select(IngestRun.counts).where(IngestRun.status == "done")
+                                .order_by(IngestRun.pk)).scalars())
