@@ -24,7 +24,8 @@ from sqlalchemy import create_engine, text
 from mmdedup import Platform
 from mmdedup.extract import clip
 from mmdedup.pipeline.ingest import PixelsWanted
-from mmdedup.pipeline.ray_engine import RayEngine, extract_block, folder_blocks
+from mmdedup.pipeline import ray_engine
+from mmdedup.pipeline.ray_engine import RayEngine, extract_block, folder_blocks, take_env
 
 from conftest import PG_URL, write_manifest
 from helpers import TINY, finish, mmdedup, pairs_by_ids, wait_for
@@ -454,6 +455,21 @@ def test_clip_vectors_made_where_a_block_is_read_are_the_writers(
     here = signal.extract([li for _, _, li in again])
     for li, vectors in zip(loaded, here):
         assert vectors is not None and np.allclose(li.extracted["clip"], vectors, atol=1e-5)
+
+
+def test_a_worker_scores_in_the_writers_environment_of_this_run_not_of_an_earlier_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Search tasks carry the writer's variables as an argument (a runtime_env would start
+    worker processes of their own), and a worker outlives a run of its job."""
+    monkeypatch.setenv("MMDEDUP_WORKER_OWN", "own")
+    monkeypatch.setenv("MMDEDUP_MODEL_REGISTRY", "worker.toml")
+    monkeypatch.delenv("MMDEDUP_LATER", raising=False)
+    monkeypatch.setattr(ray_engine, "_WORKER_OWN_ENV", None)
+    take_env({"MMDEDUP_MODEL_REGISTRY": "writer.toml", "MMDEDUP_LATER": "1"})
+    assert os.environ["MMDEDUP_MODEL_REGISTRY"] == "writer.toml" and os.environ["MMDEDUP_LATER"] == "1"
+    take_env({})
+    assert "MMDEDUP_LATER" not in os.environ
+    assert os.environ["MMDEDUP_MODEL_REGISTRY"] == "worker.toml" and os.environ["MMDEDUP_WORKER_OWN"] == "own"
 
 
 def test_pictures_encoded_by_an_actor_that_holds_a_gpu_give_the_local_engines_pairs(

@@ -31,7 +31,8 @@ from .input.sources import (
 )
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .pipeline.ingest import Engine, IngestReport, Searched, local_engine, run_ingest
-from .pipeline.ray_engine import EngineUnavailable, RayEngine, entry_blocks, folder_blocks, manifest_blocks
+from .pipeline.ray_engine import (EngineUnavailable, RayEngine, entry_blocks, folder_blocks, manifest_blocks,
+                                  take_env)
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 from .report.write import write_pair_report, write_report
 from .results import Cluster, Match, Pair, UnknownItem
@@ -449,12 +450,14 @@ class Platform:
 _ON_WORKER: dict[tuple[Path, str, bytes], Platform] = {}  # a Ray worker's, across tasks and runs
 
 
-def searched_on_worker(home: Path, url: str, settings: Settings, name: str, pks: np.ndarray,
-                       among: np.ndarray, on: tuple[str, ...]) -> Searched:
+def searched_on_worker(home: Path, url: str, settings: Settings, env: dict[str, str], name: str,
+                       pks: np.ndarray, among: np.ndarray, on: tuple[str, ...]) -> Searched:
     """A ray engine's task (pipeline/ray_engine.py `Searcher`): `Platform.searched` on this
-    worker's read-only Platform over the store, kept while the settings are the same (its
-    indexes then stay open, caught up from the store at each task)."""
-    key = (home, url, pickle.dumps(settings))
+    worker's read-only Platform over the store, kept while the settings and the writer's
+    environment `env` are the same (its indexes then stay open, caught up from the store
+    at each task). `env` is set in this process first: the models the signals load read it."""
+    take_env(env)
+    key = (home, url, pickle.dumps((settings, sorted(env.items()))))
     if key not in _ON_WORKER:
         _ON_WORKER.clear()
         _ON_WORKER[key] = Platform(home, url, open_store(url, read_only=True), settings)

@@ -95,8 +95,32 @@ def entry_blocks(entries: Iterable[Entry], settings: Settings) -> list[Block]:
 
 # What a worker runs to search a block of a signal's stored items (`Platform.searched` on a
 # read-only Platform of the worker's: api.py's `searched_on_worker`): home, store URL,
-# settings, signal name, the block's pks, every pk the search covers, the signals on.
-Searcher = Callable[[Path, str, Settings, str, np.ndarray, np.ndarray, tuple[str, ...]], Searched]
+# settings, the writer's environment to score in, signal name, the block's pks, every pk
+# the search covers, the signals on.
+Searcher = Callable[[Path, str, Settings, dict[str, str], str, np.ndarray, np.ndarray, tuple[str, ...]],
+                    Searched]
+
+
+_ENV_PREFIXES = ("MMDEDUP_", "HF_")
+_WORKER_OWN_ENV: dict[str, str] | None = None  # a worker's own such variables, as started
+
+
+def writer_env() -> dict[str, str]:
+    """This process's variables that decide what its signals load and score."""
+    return {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)}
+
+
+def take_env(env: dict[str, str]) -> None:
+    """Set the writer's `env` over this worker's own variables, as Ray's runtime_env
+    would, but in a worker that also serves tasks without it. A worker lives as long as
+    the job, whose next run may have changed or dropped a variable: what an earlier task
+    set is undone first."""
+    global _WORKER_OWN_ENV
+    if _WORKER_OWN_ENV is None:
+        _WORKER_OWN_ENV = writer_env()
+    for key in writer_env():
+        del os.environ[key]
+    os.environ.update({**_WORKER_OWN_ENV, **env})
 
 
 class RayEngine:
@@ -189,15 +213,17 @@ class RayEngine:
         # Scoring reads every signal's stored values under the versions in force, and some
         # versions follow from this process's environment (the model registry names the
         # CLIP model): the workers take its MMDEDUP_ and HF_ variables, or a signal this
-        # process has on would score nothing there.
-        env = {k: v for k, v in os.environ.items() if k.startswith(("MMDEDUP_", "HF_"))}
-        task = ray.remote(max_retries=RETRIES)(self.searcher).options(runtime_env={"env_vars": env})
+        # process has on would score nothing there. They go as an argument, not as Ray's
+        # runtime_env: a task with a runtime_env of its own gets worker processes of its
+        # own, started and importing everything again beside the ones that extracted.
+        env = writer_env()
+        task = ray.remote(max_retries=RETRIES)(self.searcher)
         # A chunk's items a task: each search asks the store a few questions a signal
         # whatever its size, which blocks of `engine_block` would ask eight times as often.
         among, step = ray.put(pks), self.settings.ingest_chunk
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         started, items, candidates, pairs = time.perf_counter(), 0, 0, 0
-        calls = (task.remote(self.home, self.url, self.settings, name, pks[i:i + step], among, on)
+        calls = (task.remote(self.home, self.url, self.settings, env, name, pks[i:i + step], among, on)
                  for i in range(0, len(pks), step))
         bar = tqdm(total=len(pks), unit="item", desc=f"search and score ({name})", position=1,
                    leave=False, disable=not self.progress)
