@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import networkx as nx
+import numpy as np
 import pytest
+from sqlalchemy import text
 
 from mmdedup import Platform
+from mmdedup.store.schema import Pair
 from mmdedup.score.cluster import accepted_edges, components
-
-CONTENT = ("text", "semantic", "image", "video")  # the content signals
 
 from conftest import write_manifest
 
@@ -66,20 +68,45 @@ def test_label_unknown_item_is_a_clear_error(loaded: Platform) -> None:
 
 
 def test_components_and_rejected_edges() -> None:
-    edges = accepted_edges([(1, 2, "strong", None), (2, 3, "strong", {"text": 0.95}),
-                            (4, 5, "medium", None), (6, 7, "strong", None)],
-                           {(6, 7): "distinct", (4, 5): "duplicate"}, 0.7, CONTENT)
-    assert components(edges) == [[1, 2, 3], [4, 5]]
+    strong = [np.array([[1, 2], [2, 3]]), np.array([[6, 7]])]
+    assert components(accepted_edges(strong, {(6, 7): "distinct", (4, 5): "duplicate"})) == [[1, 2, 3], [4, 5]]
 
 
-def test_partial_reuse_does_not_chain_items_that_share_nothing() -> None:
+def test_partial_reuse_does_not_chain_items_that_share_nothing(platform: Platform, tmp_path: Path) -> None:
     """a and b share a picture (different stories); b and c share a story (different
     pictures): both pairs are strong and listed, but a and c share nothing, so the
     pairs whose other medium clearly disagrees join no group."""
-    pairs = [(1, 2, "strong", {"image": 1.0, "text": 0.02, "dom": None}),
-             (2, 3, "strong", {"text": 0.97, "image": 0.1}),
-             (4, 5, "strong", {"text": 0.95, "image": 0.92}),  # the same item
-             (6, 7, "strong", {"text": 0.93})]  # text only: nothing to disagree
-    assert components(accepted_edges(pairs, {}, 0.7, CONTENT)) == [[4, 5], [6, 7]]
-    # a reviewer can still join them
-    assert components(accepted_edges(pairs, {(1, 2): "duplicate"}, 0.7, CONTENT)) == [[1, 2], [4, 5], [6, 7]]
+    words = [f"w{k}x{j}" for k in range(1, 8) for j in range(40)]
+    platform.ingest(write_manifest(tmp_path / "c", [{"id": f"i{k}", "text": " ".join(words[(k - 1) * 40:k * 40])}
+                                                    for k in range(1, 8)]))
+    assert platform.pairs() == []
+    signals = {(1, 2): {"image": 1.0, "text": 0.02, "dom": None},
+               (2, 3): {"text": 0.97, "image": 0.1},
+               (4, 5): {"text": 0.95, "image": 0.92},  # the same item
+               (6, 7): {"text": 0.93, "semantic": None}}  # text only: nothing to disagree
+    with platform.sessions() as s, s.begin():
+        pk = {int(i[1:]): n for n, i in s.execute(text("SELECT pk, id FROM items"))}
+        s.add_all(Pair(a_pk=pk[a], b_pk=pk[b], score=0.95, kind="text-reuse", signals=v)
+                  for (a, b), v in signals.items())
+    assert len(platform.pairs("strong")) == 4
+    assert platform.clusters() == [{"canonical": "i4", "members": ["i4", "i5"]},
+                                   {"canonical": "i6", "members": ["i6", "i7"]}]
+    platform.label("i1", "i2", duplicate=True)  # a reviewer can still join them
+    assert [c["members"] for c in platform.clusters()] == [["i1", "i2"], ["i4", "i5"], ["i6", "i7"]]
+
+
+@pytest.mark.parametrize("batch", [1, 7, 500, 100_000])
+def test_components_over_batches_are_networkx_components(batch: int) -> None:
+    """Groups joined across many batches (a chain whose links arrive in reverse, so each
+    batch merges roots an earlier one made) come out as one graph's components do."""
+    rng = np.random.default_rng(batch)
+    edges = np.concatenate([rng.integers(0, 3000, size=(2000, 2)),
+                            np.stack([np.arange(5000, 5400), np.arange(5001, 5401)], 1)[::-1]])
+    edges = edges[edges[:, 0] != edges[:, 1]]
+    want = sorted(sorted(g) for g in nx.connected_components(nx.Graph(edges.tolist())))
+    got = components(edges[i:i + batch] for i in range(0, len(edges), batch))
+    assert got == want and len(got) > 100 and [5000 + i for i in range(401)] in got
+
+
+def test_no_edges_make_no_groups() -> None:
+    assert components([]) == [] and components([np.zeros((0, 2), np.int64)]) == []

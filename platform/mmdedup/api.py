@@ -350,8 +350,8 @@ class Platform:
         rule = self.settings.canonical_rule
         with self.sessions() as session:
             groups = self._groups(session)
-            ids = queries.item_ids(session)
             pks = [pk for g in groups for pk in g]
+            ids = queries.item_ids_of(session, pks)
             facts = member_facts(((r.pk, r.meta, r.page_date, text_for_signals(r.title, r.text, r.page_text))
                                   for r in queries.member_rows(session, pks)),
                                  queries.media_sizes(session, pks), self.settings.canonical_time_keys)
@@ -359,10 +359,9 @@ class Platform:
 
     def _groups(self, session: Session) -> list[list[int]]:
         """The clusters' members (item pks, in ingest order)."""
-        edges = accepted_edges(queries.pair_edges(session, self.settings.tier_thresholds),
-                               labels.decisions_in_force(session), self.settings.tier_weak,
-                               [s.name for s in self._signals if s.medium])
-        return components(edges)
+        strong = queries.strong_edges(session, self.settings.tier_thresholds, self.settings.tier_weak,
+                                      [s.name for s in self._signals if s.medium])
+        return components(accepted_edges(strong, labels.decisions_in_force(session)))
 
     def label(self, a: str, b: str, duplicate: bool | None = None, reviewer: str | None = None,
               *, decision: str | None = None) -> None:

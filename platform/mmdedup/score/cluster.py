@@ -2,64 +2,78 @@
 
 A pair joins two items when it is strong (and no medium the two share clearly disagrees)
 or a reviewer called it a duplicate, unless a reviewer called it distinct (the latest
-decision on a pair wins). Components are found with
-union-find (path halving, union by size), linear in the number of edges.
+decision on a pair wins).
+
+The pairs arrive from the store in batches and are never all held: a store of a hundred
+million items has tens of millions of strong pairs, and a Python object per pair would
+need more memory than the items' own rows. The components are a union-find forest in one
+numpy array over item keys (8 bytes an item), whose roots each batch joins with
+scipy's connected components over the batch's roots: a union-find per batch, merged
+into the forest (the roots are always the smallest member, so merging needs no ranks).
 """
 
 from __future__ import annotations
 
-from typing import Collection, Iterable
+from typing import Iterable, Iterator
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 
-def components(edges: Iterable[tuple[int, int]]) -> list[list[int]]:
-    """Groups of two or more nodes joined by `edges`, each sorted, ordered by first member."""
-    parent: dict[int, int] = {}
-    size: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        ra, rb = find(a), find(b)
-        if ra == rb:
+def components(batches: Iterable[np.ndarray]) -> list[list[int]]:
+    """Groups of two or more nodes joined by the edges, given as batches of (k, 2) arrays
+    of non-negative node numbers; each group sorted, ordered by first member."""
+    parent = np.zeros(0, np.int64)  # a node's parent; a root is its own, and its group's smallest
+    for edges in batches:
+        if not len(edges):
             continue
-        if size.get(ra, 1) < size.get(rb, 1):
-            ra, rb = rb, ra
-        parent[rb] = ra
-        size[ra] = size.get(ra, 1) + size.get(rb, 1)
+        top = int(edges.max()) + 1
+        if top > len(parent):
+            parent = np.concatenate([parent, np.arange(len(parent), top)])
+        roots, at = np.unique(_roots(parent, edges), return_inverse=True)
+        at = at.reshape(edges.shape)
+        graph = coo_matrix((np.ones(len(at), np.int8), (at[:, 0], at[:, 1])), shape=(len(roots), len(roots)))
+        _, group = connected_components(graph, directed=False)
+        _, first = np.unique(group, return_index=True)  # roots are sorted: a group's first is its smallest
+        joined = roots[first][group]
+        parent[roots] = joined
+        parent[edges.ravel()] = joined[at.ravel()]  # the batch's nodes straight to their root
+    while len(parent) and not np.array_equal(up := parent[parent], parent):
+        parent = up
+    members = np.flatnonzero(np.bincount(parent, minlength=len(parent))[parent] > 1)
+    by_root = members[np.argsort(parent[members], kind="stable")]
+    cuts = np.flatnonzero(np.diff(parent[by_root])) + 1
+    return [g.tolist() for g in np.split(by_root, cuts)] if len(members) else []
 
-    groups: dict[int, list[int]] = {}
-    for node in parent:
-        groups.setdefault(find(node), []).append(node)
-    return sorted((sorted(g) for g in groups.values() if len(g) > 1), key=lambda g: g[0])
+
+def _roots(parent: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Each node's root (pointer jumping: a path is at most a few batches long)."""
+    found = parent[nodes]
+    while not np.array_equal(up := parent[found], found):
+        found = up
+    return found
 
 
-def accepted_edges(
-    pairs: Iterable[tuple[int, int, str | None, dict | None]],
-    decisions: dict[tuple[int, int], str],
-    disagree_below: float,
-    content: Collection[str],
-) -> list[tuple[int, int]]:
-    """Edges from strong pairs and confirmed labels, less those reviewers rejected.
+def accepted_edges(strong: Iterable[np.ndarray], decisions: dict[tuple[int, int], str]) -> Iterator[np.ndarray]:
+    """Edges, in batches as `strong` gives them: the strong pairs (less any whose items
+    share a medium that clearly disagrees: store/queries.py `strong_edges`), less those
+    reviewers rejected, then the pairs reviewers confirmed.
 
-    A strong pair whose items share a medium that clearly disagrees (a content signal
-    below `disagree_below`; `content` names the content signals) stays a pair of its
-    kind, but joins no group: otherwise one picture re-used under story A and story A
-    re-posted under another picture would chain items that share nothing into one group.
+    A strong pair whose other medium clearly disagrees stays a pair of its kind, but
+    joins no group: otherwise one picture re-used under story A and story A re-posted
+    under another picture would chain items that share nothing into one group.
     """
-    edges = {(a, b) for a, b, tier, signals in pairs
-             if tier == "strong" and not _disagrees(signals or {}, disagree_below, content)}
-    for pair, decision in decisions.items():
-        if decision == "duplicate":
-            edges.add(pair)
-        elif decision == "distinct":
-            edges.discard(pair)
-    return sorted(edges)
+    distinct = _keys(_edges([pair for pair, decision in decisions.items() if decision == "distinct"]))
+    for edges in strong:
+        yield edges[~np.isin(_keys(edges), distinct)]
+    yield _edges([pair for pair, decision in decisions.items() if decision == "duplicate"])
 
 
-def _disagrees(signals: dict, below: float, content: Collection[str]) -> bool:
-    return any(v is not None and v < below for k, v in signals.items() if k in content)
+def _edges(pairs: list[tuple[int, int]]) -> np.ndarray:
+    return np.array(pairs, np.int64).reshape(-1, 2)
+
+
+def _keys(edges: np.ndarray) -> np.ndarray:
+    """Each edge as one comparable value (a record of its two ends)."""
+    return np.ascontiguousarray(edges, np.int64).view([("a", np.int64), ("b", np.int64)]).ravel()
