@@ -57,6 +57,21 @@ def test_a_capped_bucket_gives_each_query_its_earliest_entries_and_counts_the_re
     assert other.passed.tolist() == [0]
 
 
+def test_entries_of_changed_items_do_not_take_a_capped_buckets_places() -> None:
+    """The earliest copies re-ingested with changes leave dead entries at the head of the
+    bucket until a compaction: the cut counts live entries, or later copies would find
+    none of the copies still stored."""
+    rng = np.random.default_rng(4)
+    lsh = BandLSH(0.5, num_perm=64)
+    hot = np.repeat(rng.integers(0, 2 ** 32, (1, 64), dtype=np.uint64), 40, axis=0)
+    lsh.add(np.arange(100, 140), hot)
+    assert lsh.remove(np.arange(100, 108)) == 8 and lsh._slots.n_dead == 8  # (below the compaction)
+    found = lsh.query(hot[:1], first=CAP)
+    assert sorted(set(found.ids.tolist())) == list(range(108, 108 + CAP))
+    assert found.passed.tolist() == [lsh.bands * (40 - 8 - CAP)]
+    assert sorted(set(lsh.query(hot[:1]).ids.tolist())) == list(range(108, 140))
+
+
 def test_capped_pairs_keep_the_earliest_before_and_after_each_item_and_each_pair_once() -> None:
     # Item 10 found 1..6 before it and 11..14 after it; 3 is searched in the same pass.
     found = np.array([[10, o] for o in (6, 5, 4, 3, 2, 1, 14, 13, 12, 11, 10)]

@@ -225,13 +225,10 @@ class BandLSH:
     def _lookup(self, keys: np.ndarray, first: int | None, passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(query row, position) for every live entry in a matching bucket (at most
         `first` a bucket and run, the entries passed over added to `passed`)."""
-        found = [self._runs.lookup(b, keys[:, b], first) for b in range(self.bands)]
+        found = [self._runs.lookup(b, keys[:, b], first, self._slots.alive) for b in range(self.bands)]
         for f in found:
             passed += f[2]
-        q = np.concatenate([f[0] for f in found])
-        pos = np.concatenate([f[1] for f in found])
-        live = self._slots.alive[pos]
-        return q[live], pos[live]
+        return np.concatenate([f[0] for f in found]), np.concatenate([f[1] for f in found])
 
     def pairs(self, ids: np.ndarray, sigs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Candidate pairs (a < b) between a batch and everything indexed.

@@ -90,13 +90,16 @@ class Runs:
             self.main = merged
             self.main_changed = True
 
-    def lookup(self, table: int, lo_key: np.ndarray, first: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def lookup(self, table: int, lo_key: np.ndarray, first: int | None = None,
+               alive: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query row, int64 position) of every entry of `table` whose key is a query's
         (keys in the high half, low half zero), and for each query the entries it passed
         over: with `first`, a bucket gives at most its `first` earliest positions of each
         run (main, tail), so a key that thousands of items share costs a query a bounded
-        slice, not the whole bucket. Call `flush` first."""
+        slice, not the whole bucket. `alive` (by position): only live positions count
+        towards `first` and come back, so entries of items since changed or removed (kept
+        until a compaction) do not take a bucket's first places from live ones. Call
+        `flush` first."""
         # The keys searched in ascending order: numpy's binary search starts each key from
         # where the last one ended, so a batch over a run larger than the caches takes far
         # fewer misses (about half the time at a million entries); the bounds go back to
@@ -112,13 +115,21 @@ class Runs:
                 continue
             lo[order] = np.searchsorted(run, lo_sorted, side="left")
             hi[order] = np.searchsorted(run, hi_sorted, side="right")
-            if first is not None:
-                end = np.minimum(hi, lo + first)
-                passed += hi - end
-                hi = end
-            q, k = expand_ranges(lo, hi)
-            qs.append(q)
-            ps.append((run[k] & LOW).astype(np.int64))
+            start, wanted = lo.copy(), np.full(len(lo_key), first or 0, np.intp)
+            while True:  # more than one round only where dead entries took a window's places
+                end = hi.copy() if first is None else np.minimum(hi, start + wanted)
+                q, k = expand_ranges(start, end)
+                pos = (run[k] & LOW).astype(np.int64)
+                if alive is not None:
+                    live = alive[pos]
+                    q, pos = q[live], pos[live]
+                qs.append(q)
+                ps.append(pos)
+                wanted -= np.bincount(q, minlength=len(lo_key)) if alive is not None else end - start
+                start = end
+                if alive is None or first is None or not ((wanted > 0) & (start < hi)).any():
+                    break
+            passed += hi - start
         if not qs:
             return np.empty(0, np.int64), np.empty(0, np.int64), passed
         return np.concatenate(qs), np.concatenate(ps), passed
