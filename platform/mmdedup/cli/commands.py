@@ -37,13 +37,14 @@ def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_pairs(platform: Platform, args: argparse.Namespace) -> int:
-    pairs = [p.as_dict() for p in platform.pairs(args.min_tier)]
+    pairs = (p.as_dict() for p in platform.iter_pairs(args.min_tier))  # streamed, as JSON Lines and CSV are
     names = listed_names()
     if args.format == "jsonl":
         print_jsonl(pairs)
     elif args.format == "csv":
         print_pairs_csv(pairs)
     else:
+        pairs = list(pairs)
         print_table(["a", "b", "score", "tier", "kind", *names],
                     [[p["a"], p["b"], f"{p['score']:.3f}", p["tier"], p["kind"],
                       *fmt_signals(p["signals"], names)] for p in pairs], f"{len(pairs)} pairs")

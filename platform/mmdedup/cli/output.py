@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..terminal import json_printable, printable
 
@@ -38,7 +38,7 @@ def say(text: object, *, err: bool = False) -> None:
     print(printable(text, lines=True), file=sys.stderr if err else sys.stdout)
 
 
-def print_pairs_csv(pairs: list[dict[str, Any]]) -> None:
+def print_pairs_csv(pairs: Iterable[dict[str, Any]]) -> None:
     """Pairs as CSV on stdout: a, b, score, tier, kind and a column per signal."""
     from ..signals.registry import listed_names
 
@@ -54,7 +54,7 @@ def fmt_signals(signals: dict[str, Any], names: Sequence[str]) -> list[str]:
     return ["-" if signals.get(s) is None else f"{signals[s]:.2f}" for s in names]
 
 
-def print_jsonl(records: list[dict[str, Any]]) -> None:
+def print_jsonl(records: Iterable[dict[str, Any]]) -> None:
     out = DataOut("jsonl")
     for record in records:
         out.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -8,15 +8,12 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from sqlalchemy import func, select, tuple_
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
+from .db import select_in
 from .pairs import Thresholds, in_tiers, pair_columns, tier_of, tiered
 from .schema import Asset, Failure, IngestRun, Item, Label, Pair
 from .signatures import signatures_by_kind
-
-
-def item_ids(session: Session) -> dict[int, str]:
-    return dict(session.execute(select(Item.pk, Item.id)).all())
 
 
 def items_by_pk(session: Session, pks: list[int]) -> dict[int, Any]:
@@ -64,11 +61,8 @@ def pks_by_id(session: Session, ids: Sequence[str]) -> dict[str, int]:
 
 
 def item_ids_of(session: Session, pks: Iterable[int]) -> dict[int, str]:
-    """{pk: id} of these items, asked 5,000 at a time."""
-    pks, ids = list(pks), {}
-    for start in range(0, len(pks), 5000):
-        ids.update(session.execute(select(Item.pk, Item.id).where(Item.pk.in_(pks[start:start + 5000]))).all())
-    return ids
+    """{pk: id} of these items."""
+    return dict(select_in(session, "SELECT pk, id FROM items WHERE pk IN ({values})", list(pks)))
 
 
 def item_rows_by_pk(session: Session, pks: Sequence[int]) -> list[Item]:
@@ -94,11 +88,16 @@ def pairs_by_key(session: Session, keys: Sequence[tuple[int, int]], thresholds: 
                                 .where(tuple_(Pair.a_pk, Pair.b_pk).in_(keys))))
 
 
-def pairs_in_tiers(session: Session, tiers: Sequence[str], thresholds: Thresholds) -> list[Any]:
+def pairs_in_tiers(session: Session, tiers: Sequence[str], thresholds: Thresholds,
+                   batch: int = 20_000) -> Iterator[Sequence[Any]]:
     """Stored pairs of these tiers under the tiers in force, best first, as rows of
-    `pair_columns`."""
-    return list(session.execute(select(*pair_columns(thresholds)).where(in_tiers(thresholds, tiers))
-                                .order_by(Pair.score.desc(), Pair.a_pk, Pair.b_pk)))
+    `pair_columns` and the two items' ids (a_id, b_id), `batch` at a time: a store's
+    pairs can outnumber what one process should hold, and so can its ids."""
+    a, b = aliased(Item), aliased(Item)
+    query = (select(*pair_columns(thresholds), a.id.label("a_id"), b.id.label("b_id"))
+             .join_from(Pair, a, a.pk == Pair.a_pk).join(b, b.pk == Pair.b_pk)
+             .where(in_tiers(thresholds, tiers)).order_by(Pair.score.desc(), Pair.a_pk, Pair.b_pk))
+    yield from session.execute(query.execution_options(yield_per=batch)).partitions()
 
 
 def strong_edges(session: Session, thresholds: Thresholds, disagree_below: float,
