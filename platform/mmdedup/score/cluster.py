@@ -7,9 +7,10 @@ decision on a pair wins).
 The pairs arrive from the store in batches and are never all held: a store of a hundred
 million items has tens of millions of strong pairs, and a Python object per pair would
 need more memory than the items' own rows. The components are a union-find forest in one
-numpy array over item keys (8 bytes an item), whose roots each batch joins with
-scipy's connected components over the batch's roots: a union-find per batch, merged
-into the forest (the roots are always the smallest member, so merging needs no ranks).
+numpy array indexed by item key (8 bytes a key up to the largest), whose roots each
+batch joins with scipy's connected components over the batch's roots: a union-find per
+batch, merged into the forest (the roots are always the smallest member, so merging
+needs no ranks).
 """
 
 from __future__ import annotations
