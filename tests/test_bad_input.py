@@ -15,12 +15,13 @@ from typing import Callable
 import numpy as np
 import pytest
 from PIL import Image
+from sqlalchemy import select
 
 import mmdedup
 from mmdedup import Item, Platform
 from mmdedup.input import items as input_items
 from mmdedup.input.reasons import REASONS
-from mmdedup.store import queries
+from mmdedup.store.schema import Item as StoredItem
 
 from conftest import write_manifest
 from helpers import encode
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def stored_ids(platform: Platform) -> set[str]:
     with platform.sessions() as session:
-        return set(queries.item_ids(session).values())
+        return set(session.scalars(select(StoredItem.id)))
 
 
 def open_failures(platform: Platform) -> dict[str, str]:
