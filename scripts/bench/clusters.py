@@ -52,7 +52,7 @@ def write_store(home: Path, n_items: int, n_pairs: int, seed: int = 0) -> None:
         "VALUES (?, ?, '{}', ?, ?, 'ok', ?, ?)",
         ((pk, f"item-{pk}", f"{pk:064x}", f"{pk:064x}", NOW, NOW) for pk in range(1, n_items + 1)))
     copies = rng.permutation(np.arange(1, n_items + 1))[: n_items // 10]
-    sizes = np.minimum(2 + rng.zipf(2.0, size=len(copies)) - 1, 5000)
+    sizes = np.minimum(1 + rng.zipf(2.0, size=len(copies)), 5000)
     ends = np.cumsum(sizes)
     groups = np.split(copies, ends[ends < len(copies)])
     edges = []

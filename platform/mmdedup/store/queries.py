@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
-
 from sqlalchemy import func, select, tuple_
 from sqlalchemy.orm import Session, aliased
 
