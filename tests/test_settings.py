@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mmdedup.config import Settings, SettingsError, SignalSettings, _show, declared_check
+from mmdedup.config import Settings, SettingsError, SignalSettings, Windows, _show, declared_check
 from mmdedup.learn.fusion_fit import fit_fusion
 from mmdedup.signals import registry
 from mmdedup.signals.scorer import fusion_of
@@ -53,7 +53,8 @@ def readme_rows() -> list[str]:
     for prefix, kind in settings_classes().items():
         for f in dataclasses.fields(kind):
             if f.name != "signals":
-                rows.append(f"| `{prefix}{f.name}` | `{_show(f.default)}` | "
+                default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+                rows.append(f"| `{prefix}{f.name}` | `{_show(default)}` | "
                             f"{declared_check(kind, f.name).describe()} |")
     return rows
 
@@ -109,7 +110,7 @@ def test_a_bad_value_in_config_toml_names_the_file_key_value_and_range(cli, home
 # Every command reads the settings before it does anything (those that only read too).
 COMMANDS = [["ingest", "missing.jsonl"], ["pairs"], ["clusters"], ["label", "a", "b", "--duplicate"], ["serve"],
             ["labels"], ["review"], ["failures"], ["query", "--text", "x"], ["stats"],
-            ["report", "--out", "r.html"], ["retrain"]]
+            ["report", "--out", "r.html"], ["retrain"], ["delete", "x"], ["expire"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[c[0] for c in COMMANDS])
@@ -132,6 +133,8 @@ def test_the_list_above_is_every_command() -> None:
     ("MMDEDUP_REVIEW_CLAIM_MINUTES", "-5", "review_claim_minutes = -5.0", "a number > 0"),
     ("MMDEDUP_TEXT_WEIGHT", "-1", "[signals.text] weight = -1.0", "a number >= 0"),
     ("MMDEDUP_CLIP_DOWNLOAD", "perhaps", '[signals.clip] download = "perhaps"', "true or false"),
+    ("MMDEDUP_WINDOWS", '{news = {window = "7 days"}}', 'windows = {"news": {"window": "7 days"}}',
+     Windows().describe()),
 ])
 def test_a_bad_environment_variable_names_the_variable_key_value_and_range(cli, monkeypatch, variable,
                                                                           value, shown, allowed):

@@ -30,6 +30,8 @@ from .input.sources import (
     read_manifest,
 )
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
+from .pipeline import windows
+from .pipeline.delete import DeleteReport, Selection, delete_chosen, delete_items, meta_matches
 from .pipeline.ingest import Engine, IngestReport, Searched, local_engine, run_ingest
 from .pipeline.ray_engine import (EngineUnavailable, RayEngine, entry_blocks, folder_blocks, manifest_blocks,
                                   take_env)
@@ -225,6 +227,8 @@ class Platform:
                             workers=engine.workers() if ray else None)
         if ray:
             report.engine = {"name": "ray", **engine.summary}
+        if windows.retains(self.settings):
+            report.expired = len(self.expire(progress=progress).ids)
         return report
 
     def searched(self, name: str, pks: np.ndarray, among: np.ndarray, on: Iterable[str] = ()) -> Searched:
@@ -334,6 +338,24 @@ class Platform:
         return [Match(rows[pk].id, score, signals[pk], details.get(pk, {})) for score, pk in keep]
 
     # --- results -----------------------------------------------------------------------
+
+    def delete(self, ids: Iterable[str] = (), *, meta: dict[str, Any] | None = None,
+               before: datetime | None = None, dry_run: bool = False,
+               progress: bool = False) -> DeleteReport:
+        """Delete the items named by `ids` (every item when none is named) whose meta holds
+        every `meta` value and whose time is before `before`: their signatures,
+        pairs and index entries go, their labels stay, marked as about a deleted item
+        (pipeline/delete.py). Ids the store does not hold are reported, not an error:
+        deleting twice deletes nothing more. `dry_run`: only say what would go."""
+        selection = Selection(tuple(ids), dict(meta or {}), before)
+        return delete_items(self.sessions, self._scorer, selection, dry_run=dry_run, progress=progress)
+
+    def expire(self, *, dry_run: bool = False, progress: bool = False) -> DeleteReport:
+        """Delete the items older than their content class's retention (`windows`' keep,
+        pipeline/windows.py), as `delete` does; every ingest ends with it."""
+        with self.sessions() as session:
+            ids = windows.expired(session, self.settings)
+        return delete_chosen(self.sessions, self._scorer, ids, [], dry_run=dry_run, progress=progress)
 
     def pairs(self, min_tier: str = "weak") -> list[Pair]:
         """Scored pairs at or above `min_tier` under the tiers in force, best first."""
@@ -476,7 +498,7 @@ def store_problem(exc: BaseException, url: str) -> StoreError | None:
 
 def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,
             until: datetime | None) -> bool:
-    if meta and any(row.meta.get(key) != value for key, value in meta.items()):
+    if meta and not meta_matches(row.meta, meta):
         return False
     created = _aware(row.created_at)
     if since is not None and created < _aware(since):
@@ -497,5 +519,5 @@ def _read(source: str | Path | bytes) -> bytes:
     return path.read_bytes()
 
 
-__all__ = ["Platform", "Item", "IngestReport", "Pair", "Cluster", "Match", "UnknownItem",
+__all__ = ["Platform", "Item", "IngestReport", "DeleteReport", "Pair", "Cluster", "Match", "UnknownItem",
            "NoStore", "StoreError", "EngineUnavailable", "store_problem"]

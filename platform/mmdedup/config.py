@@ -177,6 +177,85 @@ class Words:
         return "a list of one or more of " + ", ".join(_show(t) for t in self.options)
 
 
+def toml_value(text: str) -> Any:
+    """An environment variable's text read as a TOML value (an inline table, an array)."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(text) from exc
+
+
+@dataclass(frozen=True)
+class Name:
+    """A meta field's name, or "" for none."""
+
+    def coerce(self, value: Any) -> Any:
+        if not isinstance(value, str) or value != value.strip():
+            raise ValueError(value)
+        return value
+
+    def parse(self, text: str) -> Any:
+        return text
+
+    def describe(self) -> str:
+        return 'a field name (or "" for none)'
+
+
+FOREVER = math.inf
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def seconds_of(duration: Any) -> float:
+    """A duration written as a number and a unit (s, m, h, d, w: "90d", "36h", "1.5w") or
+    "forever", in seconds (math.inf for forever)."""
+    if duration == "forever":
+        return FOREVER
+    if not isinstance(duration, str) or len(duration) < 2 or duration[-1] not in _UNITS:
+        raise ValueError(duration)
+    amount = float(duration[:-1])  # (ValueError for "xd")
+    if not amount > 0 or math.isinf(amount):
+        raise ValueError(duration)
+    return amount * _UNITS[duration[-1]]
+
+
+@dataclass(frozen=True)
+class Window:
+    """A content class's comparison window and retention, in seconds (math.inf: forever)."""
+
+    window: float = FOREVER
+    keep: float = FOREVER
+
+
+@dataclass(frozen=True)
+class Windows:
+    """{class: {window = DURATION, keep = DURATION}}: each duration a number and a unit
+    (s, m, h, d, w) or "forever" (the default of both); keep at least the window."""
+
+    def coerce(self, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            raise TypeError(value)
+        out = {}
+        for name, table in value.items():
+            if isinstance(table, Window):
+                out[str(name)] = table
+                continue
+            if not isinstance(name, str) or not name or not isinstance(table, Mapping) \
+                    or set(table) - {"window", "keep"}:
+                raise ValueError(value)
+            made = Window(seconds_of(table.get("window", "forever")), seconds_of(table.get("keep", "forever")))
+            if made.keep < made.window:
+                raise ValueError(value)
+            out[name] = made
+        return out
+
+    def parse(self, text: str) -> Any:
+        return toml_value(text)
+
+    def describe(self) -> str:
+        return ('a table of classes, each { window = DURATION, keep = DURATION }, a duration '
+                'being a number and a unit (s, m, h, d, w) or "forever", keep at least the window')
+
+
 @dataclass(frozen=True)
 class Knots:
     """Calibration knots: two or more [raw, score] pairs, raw strictly increasing (so the
@@ -202,10 +281,7 @@ class Knots:
         return tuple(knots)
 
     def parse(self, text: str) -> Any:
-        try:
-            return tomllib.loads(f"v = {text}")["v"]
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(text) from exc
+        return toml_value(text)
 
     def describe(self) -> str:
         within = (f" within [{self.lo:g}, {self.hi:g}]"
@@ -407,6 +483,19 @@ class Settings:
     # and opening the store each time, and stops after this many seconds without a query
     # (or when its store folder goes); 0: a query never starts one.
     query_server_idle: float = setting(600.0, Number(float, lo=0))
+
+    # Time (pipeline/windows.py): an item's content class is the meta field `class_field`
+    # ("" or absent: no class), its time the ISO time in `time_field` (else when it was
+    # ingested). Per class, `windows` sets how far apart in time two items may be and
+    # still be compared ("window": the later one's class decides), and how long an item
+    # is kept ("keep": `mmdedup expire`, and every ingest, deletes older ones). A class
+    # not listed is compared and kept forever. E.g. in config.toml:
+    #     [windows]
+    #     news = { window = "7d", keep = "90d" }
+    #     notice = { window = "forever" }
+    class_field: str = setting("", Name())
+    time_field: str = setting("", Name())
+    windows: Mapping[str, Window] = field(default_factory=dict, metadata={"check": Windows()})
 
     # Each signal's settings by name, filled in by `load_settings` for every registered
     # signal; a signal missing here (Settings() in a test) runs on its defaults.

@@ -55,6 +55,22 @@ def positive(text: str) -> int:
     return n
 
 
+def iso_time(text: str) -> datetime:
+    try:
+        return datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time (e.g. 2026-01-31 "
+                                         "or 2026-01-31T08:00:00+01:00)") from None
+
+
+def meta_values(items: Sequence[str]) -> dict[str, str]:
+    """--meta KEY=VALUE options as {key: value}."""
+    meta = dict(item.split("=", 1) for item in items if "=" in item)
+    if len(meta) != len(items):
+        raise ValueError("--meta takes KEY=VALUE")
+    return meta
+
+
 def store_options(parser: argparse.ArgumentParser, default: object) -> None:
     """--home and --db, before the command or after it."""
     parser.add_argument("--home", default=default, metavar="DIR",
@@ -112,6 +128,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-address", metavar="auto|HOST:PORT",
                    help="the Ray cluster of --engine ray (default: $RAY_ADDRESS, else a "
                         "cluster of this machine started for the run)")
+
+    p = command("delete", "delete items: their signatures, pairs and index entries go, their "
+                          "labels stay, marked as about a deleted item")
+    p.add_argument("ids", nargs="*", metavar="ID", help="ids of the items to delete")
+    p.add_argument("--file", metavar="IDS", help="a file of item ids, one a line (- reads standard input)")
+    p.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
+                   help="the items whose meta has this value (repeatable: all must match)")
+    p.add_argument("--before", type=iso_time, metavar="TIME",
+                   help="the items whose time is before this ISO time (UTC unless it says): "
+                        "their time_field, else when they were ingested")
+    p.add_argument("--dry-run", action="store_true", help="say what would go, delete nothing")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table: a line for people (default); json: what went, ids included")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    p = command("expire", "delete the items older than their content class's retention "
+                          "(keep under [windows] in config.toml); every ingest does it too")
+    p.add_argument("--dry-run", action="store_true", help="say what would go, delete nothing")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table: a line for people (default); json: what went, ids included")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     p = command("pairs", "scored duplicate pairs, best first")
     p.add_argument("--min-tier", choices=TIERS, default="weak",
@@ -171,8 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave out matches fused below this score (default 0)")
     p.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE",
                    help="keep items whose meta has this value (repeatable)")
-    p.add_argument("--since", type=datetime.fromisoformat, help="ingested at or after (ISO time)")
-    p.add_argument("--until", type=datetime.fromisoformat, help="ingested at or before (ISO time)")
+    p.add_argument("--since", type=iso_time, help="ingested at or after (ISO time)")
+    p.add_argument("--until", type=iso_time, help="ingested at or before (ISO time)")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="table for people (default), json (a list) for scripts")
 

@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 
-from ..api import DECISIONS, LockBusy, Platform
+from ..api import DECISIONS, DeleteReport, LockBusy, Platform
 from ..signals.registry import listed_names
+from . import meta_values
 from .output import DataOut, fmt_signals, print_json, print_jsonl, print_matches, print_pairs_csv, print_table, say
 from .query_server import query_request, run_query, serve, start_server
 
@@ -34,6 +35,44 @@ def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
     if report.failed:
         say("see `mmdedup failures` for the reasons; a rerun retries them", err=True)
     return 0
+
+
+def cmd_delete(platform: Platform, args: argparse.Namespace) -> int:
+    ids = list(args.ids)
+    if args.file:
+        ids += read_ids(args.file)
+        if not ids and not (args.meta or args.before):
+            raise ValueError(f"{args.file} names no item (one id a line): nothing to delete")
+    report = platform.delete(ids, meta=meta_values(args.meta), before=args.before, dry_run=args.dry_run,
+                             progress=not args.no_progress and sys.stderr.isatty())
+    return print_deleted(report, args)
+
+
+def cmd_expire(platform: Platform, args: argparse.Namespace) -> int:
+    return print_deleted(platform.expire(dry_run=args.dry_run,
+                                         progress=not args.no_progress and sys.stderr.isatty()), args)
+
+
+def print_deleted(report: DeleteReport, args: argparse.Namespace) -> int:
+    """What a delete or expire did: a line (a dry run lists the ids first), or JSON."""
+    if args.format == "json":
+        print_json(report.as_dict(), indent=2)
+    else:
+        if args.dry_run:
+            for id_ in report.ids:
+                say(id_)
+        say(report.summary(), err=args.dry_run)
+    return 0
+
+
+def read_ids(path: str) -> list[str]:
+    """The ids of a file (or standard input), one a line; blank lines skipped."""
+    if path == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        with open(path, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    return [line.strip() for line in lines if line.strip()]
 
 
 def cmd_pairs(platform: Platform, args: argparse.Namespace) -> int:
@@ -90,8 +129,12 @@ def cmd_labels(platform: Platform, args: argparse.Namespace) -> int:
             platform.export_labels(DataOut(fmt), fmt)
         return 0
     labels = platform.labels()
+
+    def side(r: dict, name: str) -> str:
+        return f"{r[name]} (deleted)" if name in r.get("deleted", ()) else r[name]
+
     print_table(["a", "b", "decision", "reviewer", "at"],
-                [[r["a"], r["b"], r["decision"], r["reviewer"], r["created_at"]] for r in labels],
+                [[side(r, "a"), side(r, "b"), r["decision"], r["reviewer"], r["created_at"]] for r in labels],
                 f"{len(labels)} labels")
     return 0
 
@@ -173,7 +216,7 @@ def cmd_retrain(platform: Platform, args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"ingest": cmd_ingest, "pairs": cmd_pairs, "clusters": cmd_clusters,
+COMMANDS = {"ingest": cmd_ingest, "delete": cmd_delete, "expire": cmd_expire, "pairs": cmd_pairs, "clusters": cmd_clusters,
             "label": cmd_label, "failures": cmd_failures, "query": cmd_query, "serve": cmd_serve,
             "stats": cmd_stats, "report": cmd_report, "labels": cmd_labels,
             "review": cmd_review, "retrain": cmd_retrain}

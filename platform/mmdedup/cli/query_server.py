@@ -82,9 +82,9 @@ def ask(home: str | None, db: str | None, request: dict[str, Any]) -> dict[str, 
 def query_request(args: Any) -> dict[str, Any]:
     """The query's arguments as a request: a server has a folder of its own, so paths are
     made absolute here; --meta is checked here, where the command would check it."""
-    meta = dict(item.split("=", 1) for item in args.meta if "=" in item)
-    if len(meta) != len(args.meta):
-        raise ValueError("--meta takes KEY=VALUE")
+    from . import meta_values
+
+    meta = meta_values(args.meta)
 
     def path(value: str | None) -> str | None:
         return None if value is None else os.path.abspath(value)

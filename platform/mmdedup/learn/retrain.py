@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings, SignalSettings
 from ..input.items import text_for_signals
-from ..review.labels import decisions_in_force
+from ..review.labels import decisions_in_force, deleted_pair_decisions
 from ..score.fusion import Fusion
 from ..signals.text import WORDS_KIND, freeze, load_word_weights
 from ..store.db import activate_version
@@ -245,12 +245,15 @@ class Job:
                 if texts.get(a, "").strip() and texts.get(b, "").strip()]
 
     def _labelled_signals(self) -> list[tuple[dict[str, float], bool]]:
+        """Each labelled pair's signal scores and decision; a pair that lost an item to a
+        deletion counts with the scores it had then."""
         with self.sessions() as session:
             decisions = decisions_in_force(session)
             pairs = np.array(sorted(decisions), np.int64).reshape(-1, 2)
             values = self.scorer.signals_of(session, pairs)
+            gone = deleted_pair_decisions(session)
         return [(v, decisions[(int(a), int(b))] == "duplicate")
-                for (a, b), v in zip(pairs.tolist(), values) if v]
+                for (a, b), v in zip(pairs.tolist(), values) if v] + [(v, d == "duplicate") for v, d in gone]
 
     def _rescore_stale(self) -> int:
         """Score again every pair scored by other models than those in force (exact pairs

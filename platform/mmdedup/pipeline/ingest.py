@@ -20,6 +20,7 @@ from contextlib import ExitStack
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from datetime import datetime
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
@@ -35,13 +36,14 @@ from ..input.items import (Entry, InputError, LoadedItem, finish_item, input_byt
 from ..score.pairs import candidate_pairs
 from ..signals.base import Signal, Workers
 from ..signals.exact_keys import ExactKeys
-from ..signals.scorer import PairScorer, Scored
+from ..signals.scorer import PairScorer, Scored, in_windows, limited
 from ..store import items as stored_items
 from ..store import unsearched
 from ..store.pairs import insert_exact_pairs
 from ..store.locks import take_write_lock
 from ..store.runs import finish_run, start_run
 from ..store.schema import utcnow
+from .windows import class_and_time
 
 @dataclass
 class IngestReport:
@@ -55,6 +57,7 @@ class IngestReport:
     near_pairs: int = 0
     chunks: int = 0  # transactions committed
     searched: int = 0  # items searched for pairs after their chunks were written
+    expired: int = 0  # items deleted at the end, past their class's retention
     # The engine that read and extracted, and what it says of its work (the ray engine:
     # blocks, records, CPUs, GPUs encoding pictures, seconds, and values extracted on the
     # workers by signal).
@@ -69,6 +72,8 @@ class IngestReport:
                 f"{self.near_pairs} near-duplicate pairs written")
         if self.failures:
             text += " (failures: " + ", ".join(f"{r} {n}" for r, n in self.failures.most_common()) + ")"
+        if self.expired:
+            text += f"; {self.expired} items past their retention deleted"
         for name, cut in self.capped.items():
             text += (f"; {name}: {cut['searches']} searches met max_candidates_per_item "
                      f"({cut['dropped']} candidates dropped, {cut['passed over']} bucket entries not read)")
@@ -79,6 +84,7 @@ class IngestReport:
                 "unchanged": self.unchanged, "failed": self.failed,
                 "failures": dict(self.failures), "exact_pairs": self.exact_pairs,
                 "near_pairs": self.near_pairs, "chunks": self.chunks, "searched": self.searched,
+                "expired": self.expired,
                 "engine": self.engine, "capped": {name: dict(cut) for name, cut in self.capped.items()}}
 
     def add_capped(self, name: str, cut: Counter[str]) -> None:
@@ -412,7 +418,7 @@ def _write_chunk(
         report.failed += len(failed)
         report.failures.update(err.reason for _, err in failed)
 
-    changed = _upsert_items(session, loaded, report, now)
+    changed = _upsert_items(session, loaded, report, now, settings)
     if changed:
         _write_assets(session, changed)
         _write_exact_pairs(session, changed, settings, report, signals, exact)
@@ -426,7 +432,7 @@ def _write_chunk(
 
 
 def _upsert_items(
-    session: Session, loaded: list[LoadedItem], report: IngestReport, now: object
+    session: Session, loaded: list[LoadedItem], report: IngestReport, now: datetime, settings: Settings
 ) -> list[tuple[int, LoadedItem]]:
     """Insert new items, update changed ones (dropping what was derived from the old
     content), skip unchanged ones; returns (pk, item) for the new and changed."""
@@ -445,26 +451,28 @@ def _upsert_items(
         else:
             stale_pks.append(old[0])
             changed.append((old[0], li))
-            stored_items.update_item(session, old[0], {**_item_values(li, report.source),
+            stored_items.update_item(session, old[0], {**_item_values(li, report.source, settings, now),
                                                        "updated_at": now})
     if stale_pks:
         stored_items.forget_derived(session, stale_pks)
         report.updated += len(stale_pks)
     if fresh:
-        pks = stored_items.insert_items(session, [_item_row(li) for li in fresh], {
+        pks = stored_items.insert_items(session, [_item_row(li, settings, now) for li in fresh], {
             "status": "ok", "source": report.source, "created_at": now, "updated_at": now})
         changed.extend((pks[li.item.id], li) for li in fresh)
         report.new += len(fresh)
     return changed
 
 
-def _item_row(li: LoadedItem) -> tuple:
+def _item_row(li: LoadedItem, settings: Settings, now: datetime) -> tuple:
     item = li.item
-    return (item.id, item.title, item.text, item.meta, li.text_hash, li.content_key, li.fingerprint)
+    return (item.id, item.title, item.text, item.meta, li.text_hash, li.content_key, li.fingerprint,
+            *class_and_time(item.meta, settings, now))
 
 
-def _item_values(li: LoadedItem, source: str) -> dict[str, object]:
-    return {**dict(zip(stored_items.ITEM_COLUMNS[1:], _item_row(li)[1:])), "status": "ok", "source": source}
+def _item_values(li: LoadedItem, source: str, settings: Settings, now: datetime) -> dict[str, object]:
+    return {**dict(zip(stored_items.ITEM_COLUMNS[1:], _item_row(li, settings, now)[1:])), "status": "ok",
+            "source": source}
 
 
 def _write_assets(session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
@@ -490,6 +498,10 @@ def _write_exact_pairs(
 ) -> None:
     """Pair each new or changed item with the earliest items of the same content key."""
     copies = exact.copies(session, changed)
+    if limited(settings):  # (copies outside the window first: the cap counts those compared)
+        found = np.array([(pk, other) for pk, others in copies.items() for other in others], np.int64).reshape(-1, 2)
+        kept = found[in_windows(session, settings, found)]
+        copies = {pk: kept[kept[:, 0] == pk, 1].tolist() for pk in np.unique(kept[:, 0]).tolist()}
     pairs: dict[tuple[int, int], dict[str, float]] = {}
     for pk, li in changed:
         for other in copies.get(pk, [])[: settings.max_exact_pairs_per_item]:

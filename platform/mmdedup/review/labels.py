@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..results import UnknownItem
 from ..store.labels import (
+    deleted_decisions,
     insert_label,
     insert_labels,
     label_decisions,
@@ -107,11 +108,27 @@ def decisions_in_force(session: Session) -> dict[PairKey, str]:
 
 
 def iter_labels(sessions: sessionmaker[Session]) -> Iterator[dict[str, Any]]:
-    """Every label ever recorded, oldest first, as export records (times in UTC)."""
+    """Every label ever recorded, oldest first, as export records (times in UTC). A
+    label about a deleted item says so: "deleted" names its deleted side(s), "a" and/or
+    "b" (the key is there only then)."""
     with sessions() as session:
-        for a, b, decision, reviewer, created in stream_labels_with_ids(session):
-            yield {"a": a, "b": b, "decision": decision, "reviewer": reviewer,
-                   "created_at": _utc(created).isoformat()}
+        for a, b, decision, reviewer, created, a_gone, b_gone in stream_labels_with_ids(session):
+            record = {"a": a, "b": b, "decision": decision, "reviewer": reviewer,
+                      "created_at": _utc(created).isoformat()}
+            if a_gone or b_gone:
+                record["deleted"] = [side for side, gone in (("a", a_gone), ("b", b_gone)) if gone]
+            yield record
+
+
+def deleted_pair_decisions(session: Session) -> list[tuple[dict[str, float], str]]:
+    """(signal scores, decision) in force for each labelled pair that lost an item to a
+    deletion: the latest duplicate/distinct label, with the scores the pair had then
+    (a pair that had none left out)."""
+    latest: dict[tuple[str, str], tuple[dict[str, float], str]] = {}
+    for a, b, decision, signals in deleted_decisions(session):
+        if decision != "unsure":
+            latest[(a, b)] = (signals, decision)
+    return [v for v in latest.values() if v[0]]
 
 
 def write_labels(records: Iterable[dict[str, Any]], out: TextIO, fmt: str = "jsonl") -> int:

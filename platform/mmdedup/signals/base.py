@@ -38,6 +38,7 @@ from ..input.items import LoadedItem
 from ..score.calibration import calibrate
 from ..score.pairs import SignalValues, candidate_pairs
 from ..store import unsearched
+from ..store.deletion import deleted_since, deleted_through
 from ..store.locks import last_write, take_write_lock
 from ..store.signatures import (
     count_signatures_through,
@@ -308,8 +309,10 @@ class Signal(Generic[V, S]):
             # Nothing written since the save (the usual case for a query, and for an
             # ingest after an ingest): nothing was replaced either, and the count (a scan
             # of the version's signatures) is not needed.
+            # Deleted items are counted from the deletion log: catching up takes them out.
             if stamp["seq"] != last_write(session) \
-                    and count_signatures_through(session, kind, version, stamp["seq"]) != stamp.get("count"):
+                    and count_signatures_through(session, kind, version, stamp["seq"]) \
+                    + deleted_through(session, kind, version, stamp["seq"]) != stamp.get("count"):
                 break
             parts = load_parts(self.folder, stamp, self.index_parts)
             if parts is not None:
@@ -330,12 +333,16 @@ class Signal(Generic[V, S]):
         self._seq = self.caught_up(session, self._index, self.name, version, self._seq)
 
     def caught_up(self, session: Session, index: Any, kind: str, version: str, seq: int) -> int:
-        """Add to `index` what was written to `kind` since write `seq`: another process's
-        items, or the values of items another process changed (taken out first). Returns
-        the write the index is now caught up with."""
+        """Bring `index` up to date with what was written to `kind` since write `seq`:
+        items deleted since taken out, then another process's items added, or the values
+        of items another process changed (taken out first). Returns the write the index
+        is now caught up with."""
         through = last_write(session)
         if through == seq:
             return seq
+        gone = deleted_since(session, kind, version, seq)
+        if len(gone):
+            self.index_remove(index, gone)
         new = signatures_since(session, kind, version, seq)
         if new:
             pks = np.fromiter(new, np.int64, len(new))

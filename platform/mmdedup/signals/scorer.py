@@ -9,7 +9,9 @@ when they are read), so a change of tiers never needs pairs scored again.
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Sequence
 
 import numpy as np
@@ -18,6 +20,8 @@ from sqlalchemy.orm import Session
 from ..config import Settings
 from ..score.fusion import Fusion
 from ..score.pairs import SignalValues, scored_pairs, signals_of
+from ..store.deletion import present
+from ..store.items import class_times
 from ..store.pairs import delete_pairs, insert_pairs, stored_pairs
 from .base import Signal
 
@@ -63,6 +67,7 @@ class PairScorer:
     def scored(self, session: Session, pairs: np.ndarray) -> Scored:
         """What `__call__` writes, read and scored only (where the pairs were found: an
         engine's worker, which cannot write)."""
+        pairs = pairs[in_windows(session, self.settings, pairs)]
         if len(pairs) == 0:
             return Scored([], [])
         exact, stale = stored_pairs(session, pairs)
@@ -73,12 +78,15 @@ class PairScorer:
         """Write what `scored` gave; returns the pairs written that reach a tier.
         `elsewhere`: scored in another transaction (on an engine's worker), so another
         process may have written some of these pairs since: their rows are looked up
-        again here, under the write lock, and replaced (an exact pair stays)."""
+        again here, under the write lock, and replaced (an exact pair stays); a pair of
+        an item deleted since is not written."""
         stale, records = scored.stale, scored.records
         if elsewhere and records:
             exact, there = stored_pairs(session, np.array([(r["a_pk"], r["b_pk"]) for r in records], np.int64))
             stale = sorted({*stale, *there})
-            records = [r for r in records if (r["a_pk"], r["b_pk"]) not in exact]
+            held = present(session, [pk for r in records for pk in (r["a_pk"], r["b_pk"])])
+            records = [r for r in records if (r["a_pk"], r["b_pk"]) not in exact
+                       and r["a_pk"] in held and r["b_pk"] in held]
         delete_pairs(session, stale)
         insert_pairs(session, records, self.version())
         return [(r["a_pk"], r["b_pk"]) for r in records if self.settings.tier(r["score"]) is not None]
@@ -98,3 +106,32 @@ class PairScorer:
         made = "|".join(f"{s.name}={v}" for s in self.signals if (v := s.version()) is not None)
         weights = ",".join(f"{k}={w!r}" for k, w in sorted(self.fusion.weights.items()))
         return hashlib.sha256(f"{made}|{weights}".encode()).hexdigest()[:16]
+
+
+def limited(settings: Settings) -> bool:
+    """Whether any class is compared within a finite window."""
+    return any(math.isfinite(w.window) for w in settings.windows.values())
+
+
+def in_windows(session: Session, settings: Settings, pairs: np.ndarray) -> np.ndarray:
+    """Which candidate pairs (n, 2) of stored items their classes' windows let be compared."""
+    if not len(pairs) or not limited(settings):
+        return np.ones(len(pairs), bool)
+    stored = class_times(session, np.unique(pairs).tolist())
+    seconds = {pk: seconds_of_time(t) for pk, (_, t) in stored.items()}
+    window = {pk: settings.windows[c].window if c in settings.windows else math.inf
+              for pk, (c, _) in stored.items()}
+    a, b = pairs[:, 0].tolist(), pairs[:, 1].tolist()
+    ta = np.array([seconds.get(pk, math.nan) for pk in a])
+    tb = np.array([seconds.get(pk, math.nan) for pk in b])
+    wa = np.array([window.get(pk, math.inf) for pk in a])
+    wb = np.array([window.get(pk, math.inf) for pk in b])
+    later_window = np.where(ta >= tb, wa, wb)  # the later item's class decides
+    return ~(np.abs(ta - tb) > later_window)  # (an item without a time, NaN, is compared)
+
+
+def seconds_of_time(moment: datetime | None) -> float:
+    """Unix seconds of a stored time (SQLite gives it back without its zone: UTC)."""
+    if moment is None:
+        return math.nan
+    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from .db import insert_rows, select_in
 from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion, Unsearched, digest_hex
 
-ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint")
+ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint", "class_name", "item_time")
 _TEXT_ROW = (Item.pk, Item.title, Item.text, Item.page_text)  # what the text signal signs from
 
 
@@ -111,6 +111,31 @@ def storable(text: str, limit: int | None) -> str:
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
         text = f"{text[:limit - 20]}... {digest}"
     return text
+
+
+# --- time ------------------------------------------------------------------------------
+
+
+def class_times(session: Session, pks: list[int]) -> dict[int, tuple[str | None, datetime | None]]:
+    """{pk: (content class, item time)} of these items."""
+    out = {}
+    for start in range(0, len(pks), 5000):
+        out.update({pk: (name, moment) for pk, name, moment in session.execute(
+            select(Item.pk, Item.class_name, Item.item_time).where(Item.pk.in_(pks[start:start + 5000]))).all()})
+    return out
+
+
+def newest_item_time(session: Session, class_name: str) -> datetime | None:
+    """The latest item time of this class (by the (class, time) index)."""
+    return session.scalar(select(Item.item_time).where(Item.class_name == class_name, Item.item_time.is_not(None))
+                          .order_by(Item.item_time.desc()).limit(1))
+
+
+def expired_items(session: Session, class_name: str, before: datetime) -> dict[int, str]:
+    """{pk: id} of the items of this class whose time is before `before` (by the
+    (class, time) index)."""
+    return dict(session.execute(select(Item.pk, Item.id).where(
+        Item.class_name == class_name, Item.item_time < before)).all())
 
 
 # --- texts -----------------------------------------------------------------------------

@@ -7,8 +7,9 @@ duplicate/distinct one on a pair is the decision in force (review/labels.py read
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Result, delete, insert, select, tuple_
+from sqlalchemy import Result, delete, func, insert, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from .schema import Item, Label
@@ -39,22 +40,44 @@ def delete_label(session: Session, label_pk: int, reviewer: str) -> None:
 
 
 def label_decisions(session: Session) -> list[tuple[int, int, str]]:
-    """(a_pk, b_pk, decision) of every label, oldest first (ties by pk, the order they
-    were written), so that the last one seen of a pair is its latest."""
+    """(a_pk, b_pk, decision) of every label on a pair of stored items, oldest first
+    (ties by pk, the order they were written), so that the last one seen of a pair is
+    its latest."""
     return [tuple(r) for r in session.execute(
-        select(Label.a_pk, Label.b_pk, Label.decision).order_by(Label.created_at, Label.pk)
+        select(Label.a_pk, Label.b_pk, Label.decision)
+        .where(Label.a_pk.is_not(None), Label.b_pk.is_not(None)).order_by(Label.created_at, Label.pk)
+    ).all()]
+
+
+def deleted_decisions(session: Session) -> list[tuple[str, str, str, dict | None]]:
+    """(a id, b id, decision, the pair's signal scores when it was deleted) of every
+    label about a deleted item, oldest first."""
+    a_id, b_id, joined = _with_ids()
+    return [tuple(r) for r in session.execute(
+        select(a_id, b_id, Label.decision, Label.deleted_signals).select_from(joined)
+        .where(or_(Label.a_pk.is_(None), Label.b_pk.is_(None))).order_by(Label.created_at, Label.pk)
     ).all()]
 
 
 def stream_labels_with_ids(session: Session) -> Result:
-    """(a id, b id, decision, reviewer, created_at) of every label, oldest first, streamed
-    10,000 rows at a time: an export of millions of labels is never held at once. Iterate
-    it while the session is open."""
-    a_item, b_item = Item.__table__.alias("a_item"), Item.__table__.alias("b_item")
-    query = (select(a_item.c.id, b_item.c.id, Label.decision, Label.reviewer, Label.created_at)
-             .join(a_item, a_item.c.pk == Label.a_pk).join(b_item, b_item.c.pk == Label.b_pk)
+    """(a id, b id, decision, reviewer, created_at, a deleted, b deleted) of every label,
+    oldest first, streamed 10,000 rows at a time: an export of millions of labels is
+    never held at once. Iterate it while the session is open."""
+    a_id, b_id, joined = _with_ids()
+    query = (select(a_id, b_id, Label.decision, Label.reviewer, Label.created_at, Label.a_pk.is_(None),
+                    Label.b_pk.is_(None)).select_from(joined)
              .order_by(Label.created_at, Label.pk).execution_options(yield_per=10_000))
     return session.execute(query)
+
+
+def _with_ids() -> tuple[Any, Any, Any]:
+    """A label's two item ids (a deleted item's: the one its labels kept) and the join
+    that reads them."""
+    a_item, b_item = Item.__table__.alias("a_item"), Item.__table__.alias("b_item")
+    joined = (Label.__table__.outerjoin(a_item, a_item.c.pk == Label.a_pk)
+              .outerjoin(b_item, b_item.c.pk == Label.b_pk))
+    return (func.coalesce(a_item.c.id, Label.a_deleted_id), func.coalesce(b_item.c.id, Label.b_deleted_id),
+            joined)
 
 
 def labels_from(session: Session, a_pks: list[int]) -> list[tuple]:

@@ -83,6 +83,7 @@ class Item(Base):
     """One piece of content as the user named it; `content_key` is its exact-duplicate key."""
 
     __tablename__ = "items"
+    __table_args__ = (Index("ix_items_class_time", "class_name", "item_time"),)
 
     pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(512), unique=True)
@@ -103,6 +104,11 @@ class Item(Base):
     source: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # Its content class and time (pipeline/windows.py): which comparison window and
+    # retention apply, and where in them it stands. Read from its meta when it is
+    # ingested; its time is the ingest's where the meta gives none.
+    class_name: Mapped[str | None] = mapped_column(String(64))
+    item_time: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Asset(Base):
@@ -195,17 +201,40 @@ class Pair(Base):
 
 
 class Label(Base):
-    """A reviewer's decision on a pair; the latest decision per pair is the one in force."""
+    """A reviewer's decision on a pair; the latest decision per pair is the one in force.
+
+    Labels outlive their items: deleting an item (pipeline/delete.py) sets its side's pk
+    to NULL and keeps its id in `a_deleted_id`/`b_deleted_id`, and the pair's signal
+    scores at that moment in `deleted_signals`, what a retrain still fits fusion on."""
 
     __tablename__ = "labels"
     __table_args__ = (Index("ix_labels_pair", "a_pk", "b_pk"),)
 
     pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
-    a_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"))
-    b_pk: Mapped[int] = mapped_column(ForeignKey("items.pk", ondelete="CASCADE"))
+    a_pk: Mapped[int | None] = mapped_column(ForeignKey("items.pk", ondelete="SET NULL"))
+    b_pk: Mapped[int | None] = mapped_column(ForeignKey("items.pk", ondelete="SET NULL"))
     decision: Mapped[str] = mapped_column(String(16))  # duplicate | distinct | unsure
     reviewer: Mapped[str] = mapped_column(String(128))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    a_deleted_id: Mapped[str | None] = mapped_column(String(512))
+    b_deleted_id: Mapped[str | None] = mapped_column(String(512))
+    deleted_signals: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+class Deletion(Base):
+    """A signature that went with its deleted item, and the write that deleted it. An
+    index caught up to an earlier write takes the item out (signals/base.py), and index
+    files saved before the deletion stay usable: the signatures they counted are the ones
+    still stored plus these."""
+
+    __tablename__ = "deletions"
+    __table_args__ = (Index("ix_deletions_version_seq", "version_id", "seq"),)
+
+    seq: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    item_pk: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    kind: Mapped[str] = mapped_column(String(64), primary_key=True)
+    version_id: Mapped[int] = mapped_column(Integer)
+    signed_seq: Mapped[int] = mapped_column(BigInteger)  # the write that stored the signature
 
 
 class ReviewClaim(Base):
