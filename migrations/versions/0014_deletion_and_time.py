@@ -1,10 +1,11 @@
 """Deletion and time: labels outlive their items, a log of deleted signatures for the
-indexes, and each item's content class and time.
+indexes, each item's content class and time, and where a followed stream got to.
 
 A label's pk columns become nullable and SET NULL on delete (they were CASCADE), with the
 deleted item's id and the pair's signal scores kept beside them; `deletions` lists each
 signature that went with a deleted item (schema.Deletion). Items get `class_name` and
 `item_time`; a stored item's time is when it was ingested, and it has no class.
+`stream_cursors` holds a followed file's position (schema.StreamCursor).
 
 Revision ID: 0014
 Revises: 0013
@@ -34,6 +35,17 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("seq", "item_pk", "kind", name=op.f("pk_deletions")),
     )
     op.create_index("ix_deletions_version_seq", "deletions", ["version_id", "seq"])
+    op.create_table(
+        "stream_cursors",
+        sa.Column("source", sa.String(length=1024), nullable=False),
+        sa.Column("inode", sa.BigInteger(), nullable=False),
+        sa.Column("offset", sa.BigInteger(), nullable=False),
+        sa.Column("line", sa.BigInteger(), nullable=False),
+        sa.Column("out_bytes", sa.BigInteger(), nullable=False),
+        sa.Column("last_lines", sa.Text(), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("source", name=op.f("pk_stream_cursors")),
+    )
     op.add_column("items", sa.Column("class_name", sa.String(length=64), nullable=True))
     op.add_column("items", sa.Column("item_time", sa.DateTime(timezone=True), nullable=True))
     op.execute("UPDATE items SET item_time = created_at")
@@ -67,5 +79,6 @@ def downgrade() -> None:
     # signature, asset and pair.
     op.execute("ALTER TABLE items DROP COLUMN item_time")
     op.execute("ALTER TABLE items DROP COLUMN class_name")
+    op.drop_table("stream_cursors")
     op.drop_index("ix_deletions_version_seq", table_name="deletions")
     op.drop_table("deletions")

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
+import threading
+import time
 from collections import Counter
+from contextlib import ExitStack
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
@@ -32,7 +37,8 @@ from .input.sources import (
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
 from .pipeline import windows
 from .pipeline.delete import DeleteReport, Selection, delete_chosen, delete_items, meta_matches
-from .pipeline.ingest import Engine, IngestReport, Searched, local_engine, run_ingest
+from .pipeline import stream as streaming
+from .pipeline.ingest import ChunkHook, Engine, IngestReport, Searched, local_engine, run_ingest
 from .pipeline.ray_engine import (EngineUnavailable, RayEngine, entry_blocks, folder_blocks, manifest_blocks,
                                   take_env)
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
@@ -52,6 +58,10 @@ from .store import queries
 from .store.db import open_store, resolve_url
 from .store.errors import NoStore, StoreError, explain, shown_url
 from .store.locks import LockBusy  # noqa: F401  (raised by retrain)
+from .store.streams import read_cursor
+
+
+EXPIRE_EVERY = 60.0  # seconds: how often a stream deletes what is past its retention
 
 
 class Platform:
@@ -190,6 +200,60 @@ class Platform:
                else local_engine(entries, base, self.settings, self.sessions, workers))
         return self._run(run, source_name, len(items), progress)
 
+    def stream(self, source: str | Path = "-", *, follow: bool = False,
+               out: str | Path | IO[str] | None = None, idle: float = 0.0, id_prefix: str = "",
+               stop: threading.Event | None = None, progress: bool = False) -> IngestReport:
+        """Ingest a stream of JSON Lines records in micro-batches (pipeline/stream.py),
+        writing each record's decision as a JSON line to `out` (a path: appended, exactly
+        once across restarts when following; a text file; default standard output) as
+        soon as its batch commits. `source`: "-" for standard input (read to its end), or
+        a file to `follow` as it grows and is rotated, resuming after the last committed
+        line when started again. Stops at the end of standard input, after `idle` seconds
+        without a new line (0: never), or when `stop` is set. The report's `engine` holds
+        the decisions counted by status."""
+        limit, stopped = self.settings.max_manifest_line_bytes, stop or threading.Event()
+        with ExitStack() as closing:
+            if source == "-":
+                if follow:
+                    raise ValueError("--follow follows a file; standard input is read to its end")
+                lines, root, name, cursor = streaming.read_lines(sys.stdin.buffer, limit), None, "stdin", None
+            else:
+                path = Path(source)
+                if not follow:
+                    raise ValueError(f"{path}: a file is streamed with follow=True (or ingested whole)")
+                name = str(path.resolve())
+                with self.sessions() as session:
+                    cursor = read_cursor(session, name)
+                start = streaming.Position(cursor.inode, cursor.offset, cursor.line) if cursor else streaming.Position()
+                lines, root = streaming.follow(path, start, limit, stopped), path.parent
+            out_bytes = 0
+            if isinstance(out, (str, Path)):
+                out_bytes = streaming.complete_out(Path(out), cursor if source != "-" else None)
+                fh = closing.enter_context(open(out, "a", encoding="utf-8"))
+                write = partial(_write_synced, fh)
+            else:
+                write = partial(_write_flushed, out or sys.stdout)
+            batches = streaming.batches(lines, self.settings.stream_batch, self.settings.stream_batch_seconds,
+                                     idle, stopped)
+            engine = streaming.StreamEngine(batches, root, self.settings, self.sessions, id_prefix)
+            said = streaming.Decisions(engine, self.settings, write, None if source == "-" else name, out_bytes,
+                                       after=self._expiring(EXPIRE_EVERY))
+            report = self._run(engine, name, None, progress, hook=said)
+        report.engine = {"name": "stream", "decisions": said.counts}
+        return report
+
+    def _expiring(self, seconds: float) -> Callable[[], None]:
+        """What a stream runs after each batch: `expire`, at most once in `seconds`, where
+        a class has a retention."""
+        last = time.monotonic()
+
+        def run() -> None:
+            nonlocal last
+            if windows.retains(self.settings) and time.monotonic() - last >= seconds:
+                self.expire()
+                last = time.monotonic()
+        return run
+
     def _refuse_taken(self, folder: Path, ids: list[str], source: str) -> None:
         with self.sessions() as session:
             taken = stored_items.taken_ids(session, ids, source)
@@ -213,7 +277,8 @@ class Platform:
                 return signal
         raise KeyError(f"no signal named {name!r}; known: {', '.join(s.name for s in self._signals)}")
 
-    def _run(self, engine: Engine, source: str, total: int | None, progress: bool) -> IngestReport:
+    def _run(self, engine: Engine, source: str, total: int | None, progress: bool,
+             hook: ChunkHook | None = None) -> IngestReport:
         for signal in self._signals:
             signal.follow_active()
         self._load_fusion()
@@ -224,7 +289,7 @@ class Platform:
                             total=total, progress=progress, signals=self._signals,
                             scorer=self._scorer, follow=self._follow_models, exact=self._exact,
                             search=engine.search if ray else self._search_here, defer=ray,
-                            workers=engine.workers() if ray else None)
+                            workers=engine.workers() if ray else None, hook=hook)
         if ray:
             report.engine = {"name": "ray", **engine.summary}
         if windows.retains(self.settings):
@@ -504,6 +569,18 @@ def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,
     if since is not None and created < _aware(since):
         return False
     return until is None or created <= _aware(until)
+
+
+def _write_flushed(out: IO[str], text: str) -> None:
+    out.write(text)
+    out.flush()
+
+
+def _write_synced(out: IO[str], text: str) -> None:
+    """On disk before the next batch is read: what a restart completes from the store."""
+    out.write(text)
+    out.flush()
+    os.fsync(out.fileno())
 
 
 def _aware(moment: datetime) -> datetime:

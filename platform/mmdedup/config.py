@@ -484,6 +484,12 @@ class Settings:
     # (or when its store folder goes); 0: a query never starts one.
     query_server_idle: float = setting(600.0, Number(float, lo=0))
 
+    # A stream (`ingest -`, `ingest FILE --follow`: pipeline/stream.py) is written in
+    # batches of at most `stream_batch` records, each closed at the latest this many
+    # seconds after its first record came: the longest an item waits for its decision.
+    stream_batch: int = setting(100, COUNT)
+    stream_batch_seconds: float = setting(1.0, POSITIVE)
+
     # Time (pipeline/windows.py): an item's content class is the meta field `class_field`
     # ("" or absent: no class), its time the ISO time in `time_field` (else when it was
     # ingested). Per class, `windows` sets how far apart in time two items may be and

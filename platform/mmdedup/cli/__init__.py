@@ -112,8 +112,18 @@ def build_parser() -> argparse.ArgumentParser:
         store_options(p, argparse.SUPPRESS)
         return p
 
-    p = command("ingest", "ingest a manifest (.jsonl), a folder or one file")
-    p.add_argument("source", help="MANIFEST.jsonl, FOLDER (one item per file) or FILE (one item)")
+    p = command("ingest", "ingest a manifest (.jsonl), a folder or one file; or a stream of "
+                          "JSON Lines (- for standard input, or --follow FILE), a decision a line")
+    p.add_argument("source", help="MANIFEST.jsonl, FOLDER (one item per file), FILE (one item), "
+                                  "- (JSON Lines on standard input) or the file to --follow")
+    p.add_argument("--follow", action="store_true",
+                   help="read the JSON Lines file as it grows and is rotated, resuming after the "
+                        "last committed line when started again (until Ctrl-C, SIGTERM or --idle)")
+    p.add_argument("--out", metavar="FILE",
+                   help="a stream's decision lines go to this file (exactly once across restarts "
+                        "with --follow) instead of standard output")
+    p.add_argument("--idle", type=float, default=0.0, metavar="SECONDS",
+                   help="with --follow: stop after this many seconds without a new line (default: never)")
     p.add_argument("--id-prefix", default="", metavar="PREFIX",
                    help="put PREFIX before every item id (a folder's ids are the paths inside "
                         "it: a prefix keeps two folders with the same file names apart)")

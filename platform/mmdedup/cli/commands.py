@@ -17,6 +17,10 @@ def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
     show = not args.no_progress and sys.stderr.isatty()
     if args.ray_address and args.engine != "ray":
         raise ValueError("--ray-address is for --engine ray")
+    if args.source == "-" or args.follow:
+        return stream(platform, args)
+    if args.out or args.idle:
+        raise ValueError("--out and --idle are for a stream (ingest - or ingest FILE --follow)")
     report = platform.ingest(args.source, progress=show, workers=args.workers,
                              id_prefix=args.id_prefix, engine=args.engine,
                              ray_address=args.ray_address)
@@ -34,6 +38,24 @@ def cmd_ingest(platform: Platform, args: argparse.Namespace) -> int:
                 f"in {s['seconds']:.1f} s", err=True)
     if report.failed:
         say("see `mmdedup failures` for the reasons; a rerun retries them", err=True)
+    return 0
+
+
+def stream(platform: Platform, args: argparse.Namespace) -> int:
+    """`ingest -` and `ingest FILE --follow`: decision lines on stdout (or --out), the
+    summary on stderr; Ctrl-C and SIGTERM end it after the batch being written."""
+    import signal
+    import threading
+
+    if args.engine != "local" or args.workers != 1:
+        raise ValueError("a stream runs on the local engine, in one process")
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    report = platform.stream(args.source, follow=args.follow, out=args.out, idle=args.idle,
+                             id_prefix=args.id_prefix, stop=stop)
+    made = ", ".join(f"{n} {status}" for status, n in sorted(report.engine["decisions"].items()))
+    say(f"{report.summary()}; decisions: {made or 'none'}", err=True)
     return 0
 
 

@@ -55,42 +55,45 @@ def manifest_entries(path: Path, settings: Settings, id_prefix: str = "",
     """The manifest's entries (of `span`, or all), before ids repeated across lines are
     refused (`FirstOfEachId`): a block read apart from the others cannot know them."""
     for line_no, raw, size in _manifest_lines(path, settings.max_manifest_line_bytes, span):
-        key = f"line {line_no}"
-        if raw is None:
-            yield Entry(key, error=InputError(
-                "too_large", f"manifest line is {size} bytes, over the limit of "
-                f"{settings.max_manifest_line_bytes}"))
-            continue
-        if not raw.strip():
-            continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield Entry(key, error=InputError(
-                "invalid_utf8", f"line {line_no}: not UTF-8 at byte {exc.start}"))
-            continue
-        try:
-            data = json.loads(line, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
-        except InputError as exc:
-            exc.detail = f"line {line_no}: {exc.detail}"
-            yield Entry(key, error=exc)
-            continue
-        except RecursionError:
-            yield Entry(key, error=InputError(
-                "too_deep", f"line {line_no}: the JSON nests too deeply to read"))
-            continue
-        except json.JSONDecodeError as exc:
-            yield Entry(key, error=InputError("malformed_json", f"line {line_no}: {exc}"))
-            continue
-        try:
-            item = Item.from_dict(data)
-        except InputError as exc:
-            exc.detail = f"line {line_no}: {exc.detail}"
-            named = isinstance(data, dict) and isinstance(data.get("id"), str) and data["id"].strip()
-            yield Entry(id_prefix + data["id"] if named else key, error=exc)
-            continue
-        item.id = id_prefix + item.id
-        yield Entry(item.id, item=item, line=line_no)
+        entry = line_entry(line_no, raw, size, settings, id_prefix)
+        if entry is not None:
+            yield entry
+
+
+def line_entry(line_no: int, raw: bytes | None, size: int, settings: Settings, id_prefix: str = "") -> Entry | None:
+    """The entry of one JSON Lines record (its bytes, None when it was over the limit; its
+    size): an item, or a failure entry naming the line; None for a blank line. A manifest
+    and a stream (pipeline/stream.py) read their lines alike."""
+    key = f"line {line_no}"
+    if raw is None:
+        return Entry(key, error=InputError(
+            "too_large", f"manifest line is {size} bytes, over the limit of "
+            f"{settings.max_manifest_line_bytes}"))
+    if not raw.strip():
+        return None
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Entry(key, error=InputError(
+            "invalid_utf8", f"line {line_no}: not UTF-8 at byte {exc.start}"))
+    try:
+        data = json.loads(line, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
+    except InputError as exc:
+        exc.detail = f"line {line_no}: {exc.detail}"
+        return Entry(key, error=exc)
+    except RecursionError:
+        return Entry(key, error=InputError(
+            "too_deep", f"line {line_no}: the JSON nests too deeply to read"))
+    except json.JSONDecodeError as exc:
+        return Entry(key, error=InputError("malformed_json", f"line {line_no}: {exc}"))
+    try:
+        item = Item.from_dict(data)
+    except InputError as exc:
+        exc.detail = f"line {line_no}: {exc.detail}"
+        named = isinstance(data, dict) and isinstance(data.get("id"), str) and data["id"].strip()
+        return Entry(id_prefix + data["id"] if named else key, error=exc)
+    item.id = id_prefix + item.id
+    return Entry(item.id, item=item, line=line_no)
 
 
 class FirstOfEachId:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from datetime import datetime
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar
 
 import numpy as np
 from sqlalchemy.orm import Session, sessionmaker
@@ -103,6 +103,15 @@ class Searched:
     capped: Counter[str] = field(default_factory=Counter)  # what the cap cut (`IngestReport`)
 
 
+class ChunkHook(Protocol):
+    """What a caller of `run_ingest` does with each chunk: in its transaction, after the
+    chunk is written (`written`), and once it committed (`committed`)."""
+
+    def written(self, session: Session, chunk: list[Entry], extracted: Extracted) -> None: ...
+
+    def committed(self) -> None: ...
+
+
 # Searches the stored items of a signal (its name, the items' pks, sorted) that a run wrote
 # unsearched, a batch a result, scoring with the signals named (those on here): on an
 # engine's workers, or here.
@@ -124,6 +133,7 @@ def run_ingest(
     search: Search | None = None,
     defer: bool = False,
     workers: Workers | None = None,
+    hook: ChunkHook | None = None,
 ) -> IngestReport:
     """Each chunk the `engine` read and extracted (`local_engine`, or ray_engine.py's):
     items written, then every signal's `prepare` and `on_chunk` (its signatures stored
@@ -136,7 +146,8 @@ def run_ingest(
     every chunk is written (the ray engine's workers do); a search is written a batch a
     transaction, each taking its items off the store's unsearched list, so the items of a
     run cut short before are searched too (by `search`, which may run here). `workers`:
-    the engine's, for the signals' own work between chunks (`Signal.workers`)."""
+    the engine's, for the signals' own work between chunks (`Signal.workers`). `hook`:
+    told of each chunk in its transaction and again once it committed (a stream's)."""
     report = IngestReport(source)
     with factory.begin() as session:
         run_pk = start_run(session, source)
@@ -169,6 +180,10 @@ def run_ingest(
                     follow()
                 _write_chunk(session, run_pk, chunk, extracted, settings, report, signals, scorer,
                              open_failures, exact, counted)
+                if hook is not None:
+                    hook.written(session, chunk, extracted)
+            if hook is not None:
+                hook.committed()
             report.chunks += 1
             for signal in signals:
                 signal.after_chunk()

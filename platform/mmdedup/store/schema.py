@@ -237,6 +237,24 @@ class Deletion(Base):
     signed_seq: Mapped[int] = mapped_column(BigInteger)  # the write that stored the signature
 
 
+class StreamCursor(Base):
+    """How far a followed file has been ingested (pipeline/stream.py), written in the
+    transaction of the micro-batch that read up to it: a stream killed and started again
+    resumes after the last committed line. `out_bytes` and `last_lines`: the decision
+    lines written to an --out file through that batch, and that batch's own, which a
+    restart writes again if the kill came before they reached the file."""
+
+    __tablename__ = "stream_cursors"
+
+    source: Mapped[str] = mapped_column(String(1024), primary_key=True)
+    inode: Mapped[int] = mapped_column(BigInteger)
+    offset: Mapped[int] = mapped_column(BigInteger)
+    line: Mapped[int] = mapped_column(BigInteger)
+    out_bytes: Mapped[int] = mapped_column(BigInteger)
+    last_lines: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class ReviewClaim(Base):
     """A pair a reviewer's session holds while they look at it, so no other reviewer is
     shown it; released when they decide, skip or quit, and free again once `expires_at`

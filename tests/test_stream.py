@@ -1,0 +1,161 @@
+"""Streams: JSON Lines on standard input or a followed file, a decision a line per record;
+a followed stream killed at random moments and started again loses nothing and decides
+nothing twice, across a rotation of its file."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from helpers import pairs_by_ids, wait_for
+from mmdedup import Platform
+from mmdedup.pipeline.stream import Line, batches, read_lines
+
+STORIES = [
+    "the river rose overnight and the old bridge at the mill was closed to all traffic until engineers can inspect it",
+    "council votes to fund a new library in the north district after a long debate about the budget for next year",
+    "a late goal gave the home side a narrow win in the derby and sent the fans into the streets to celebrate",
+    "researchers found that the new alloy keeps its strength at high temperatures which could help jet engines",
+    "the museum will open a new wing for modern art next spring after years of work and a large private gift",
+]
+
+
+def records(n: int, seed: int = 0) -> list[dict]:
+    """n records: stories, their exact reposts and edited copies, in a shuffled order
+    that keeps each story first."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        story = STORIES[i % len(STORIES)].split()
+        kind = (i // len(STORIES)) % 3
+        if kind == 2:
+            story[(i * 7) % len(story)] = f"edit{i}"
+        text = " ".join(story) + ("" if kind else f" report {i // 15}")
+        out.append({"id": f"r{i}", "text": text if kind != 1 else out[i - len(STORIES)]["text"]})
+    rng.shuffle(out[len(STORIES):])
+    return out
+
+
+def run_stream(home: Path, url: str, *args: str, stdin: str | None = None, **kw) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "mmdedup", "--home", str(home), "--db", url, "ingest", *args]
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_standard_input_gives_a_decision_a_record(home: Path, db_url: str, tmp_path: Path) -> None:
+    lines = [json.dumps(r) for r in [
+        {"id": "a", "text": STORIES[0]},
+        {"id": "b", "text": STORIES[1]},
+        {"id": "a-copy", "text": STORIES[0]},
+        {"id": "b-edit", "text": STORIES[1].replace("library", "museum")},
+        {"id": "c", "text": STORIES[2]},
+        {"id": "c", "text": STORIES[2] + " and more"},  # the same id again: an update, next batch
+    ]] + ["{not json", json.dumps({"id": "b", "text": STORIES[1]})]
+    proc = run_stream(home, db_url, "-", stdin="")
+    out, err = proc.communicate("\n".join(lines) + "\n", timeout=300)
+    assert proc.returncode == 0, err
+    said = [json.loads(line) for line in out.splitlines()]
+    assert [(d["id"], d["status"], d["of"]) for d in said] == [
+        ("a", "new", None), ("b", "new", None), ("a-copy", "duplicate", "a"),
+        ("b-edit", "near-duplicate", "b"), ("c", "new", None), ("c", "new", None),
+        ("line 7", "failed", None), ("b", "unchanged", None)]
+    assert said[3]["tier"] in ("strong", "medium") and 0.8 <= said[3]["score"] < 1.0
+    assert said[6]["reason"] == "malformed_json"
+    assert set(said[0]) == {"id", "status", "of", "score", "tier"}
+    assert "decisions: 1 duplicate, 1 failed, 1 near-duplicate, 4 new, 1 unchanged" in err
+    # The store holds what a batch ingest of the same records holds.
+    with Platform.open(tmp_path / "batch", f"sqlite:///{tmp_path / 'batch.db'}") as p:
+        p.ingest([json.loads(line) for line in lines if line.startswith("{\"")][:5])
+        p.ingest([json.loads(lines[5])])
+        expected = {tuple(sorted((x.a, x.b))): round(x.score, 6) for x in p.pairs()}
+    assert {k: v[0] for k, v in pairs_by_ids(home, db_url).items()} == expected
+
+
+def test_a_followed_file_killed_at_random_moments_loses_nothing_and_says_each_once(
+        home: Path, db_url: str, tmp_path: Path) -> None:
+    """A writer appends records (and rotates the file once) while the stream runs; the
+    stream is killed with SIGKILL three times at random moments and started again. In
+    the end the store holds every record once, with the pairs a batch ingest of them
+    finds, and the --out file a decision line for each record, once."""
+    rng = random.Random(7)
+    todo = records(120)
+    log, out = tmp_path / "feed.jsonl", tmp_path / "decisions.jsonl"
+    env = {**os.environ, "MMDEDUP_STREAM_BATCH": "7", "MMDEDUP_STREAM_BATCH_SECONDS": "0.2"}
+    written = 0
+    done = threading.Event()
+
+    def writer() -> None:
+        nonlocal written
+        for i, r in enumerate(todo):
+            if i == 60:  # rotated, once the stream has said everything so far
+                wait_for(lambda: len(said_ids()) >= 60, 300)
+                log.rename(tmp_path / "feed.jsonl.1")
+            with log.open("a") as fh:
+                text = json.dumps(r) + "\n"
+                cut = rng.randrange(len(text))  # a line written in two goes
+                fh.write(text[:cut])
+                fh.flush()
+                time.sleep(0.001)
+                fh.write(text[cut:])
+            written = i + 1
+            time.sleep(rng.uniform(0, 0.03))
+        done.set()
+
+    def said_ids() -> list[str]:
+        return [json.loads(line)["id"] for line in out.read_text().splitlines()] if out.exists() else []
+
+    log.touch()
+    feeding = threading.Thread(target=writer, daemon=True)
+    feeding.start()
+    for _ in range(3):
+        proc = run_stream(home, db_url, str(log), "--follow", "--out", str(out), env=env)
+        time.sleep(rng.uniform(1.5, 4.0))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    proc = run_stream(home, db_url, str(log), "--follow", "--out", str(out), "--idle", "3", env=env)
+    assert done.wait(300)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    ids = said_ids()
+    assert sorted(ids) == sorted(r["id"] for r in todo), "each record said exactly once"
+    with Platform.open(tmp_path / "batch", f"sqlite:///{tmp_path / 'batch.db'}") as p:
+        p.ingest(todo)
+        expected = {tuple(sorted((x.a, x.b))): round(x.score, 6) for x in p.pairs()}
+    assert {k: v[0] for k, v in pairs_by_ids(home, db_url).items()} == expected and expected
+    with Platform.open(home, db_url) as p:
+        assert p.stats()["items"] == len(todo)
+
+
+def test_a_line_is_read_once_it_ends_and_an_over_long_one_is_only_counted() -> None:
+    fh = io.BytesIO(b'{"id": "a"}\n' + b"x" * 50 + b"\n" + b'{"id"')
+    growing = iter([True, True, False])
+    got = list(read_lines(fh, 40, lambda offset: next(growing)))
+    assert got[0] == Line(1, b'{"id": "a"}\n', 12, 0, 12)
+    assert got[1] == Line(2, None, 51, 0, 63)
+    assert got[2:4] == [None, None]  # the unfinished line waits while the file may grow
+    assert got[4] == Line(3, b'{"id"', 5, 0, 68)  # and is read once it will not
+    fh.seek(0)
+    assert [x.number for x in read_lines(fh, 40, lambda offset: None) if x] == [1, 2]  # stopped: left
+
+
+def test_batches_close_by_count_and_by_time() -> None:
+    stop = threading.Event()
+
+    def slow():
+        for i in range(5):
+            yield Line(i + 1, b"{}\n", 3)
+        time.sleep(0.6)
+        yield Line(6, b"{}\n", 3)
+
+    started = time.monotonic()
+    got = [(len(b), round(time.monotonic() - started, 1)) for b in batches(slow(), 3, 0.2, 0, stop)]
+    assert [n for n, _ in got] == [3, 2, 1]
+    assert got[1][1] < 0.5  # the second closed on time, not waiting for the sixth line
