@@ -159,3 +159,18 @@ def test_batches_close_by_count_and_by_time() -> None:
     got = [(len(b), round(time.monotonic() - started, 1)) for b in batches(slow(), 3, 0.2, 0, stop)]
     assert [n for n, _ in got] == [3, 2, 1]
     assert got[1][1] < 0.5  # the second closed on time, not waiting for the sixth line
+
+
+def test_a_restart_completes_the_out_file_and_leaves_one_it_did_not_count(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from mmdedup.pipeline.stream import complete_out
+
+    done, last = '{"id": "a"}\n', '{"id": "b"}\n{"id": "c"}\n'
+    cursor = SimpleNamespace(out_bytes=len(done + last), last_lines=last)
+    for written in ("", last[:5], last):  # killed before, while, after writing the last batch
+        out = tmp_path / "out.jsonl"
+        out.write_text(done + written)
+        assert complete_out(out, cursor) == len(done + last) and out.read_text() == done + last
+    out.write_text("")  # not the file the cursor counted (a new one): left as it is
+    assert complete_out(out, cursor) == 0 and out.read_text() == ""

@@ -19,8 +19,8 @@ from collections import Counter, deque
 from contextlib import ExitStack
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from functools import partial
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar
 

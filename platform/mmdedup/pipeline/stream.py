@@ -279,18 +279,20 @@ def decisions(session: Session, settings: Settings, chunk: list[Entry], extracte
 
 def complete_out(path: Path, cursor: Any) -> int:
     """Make the --out file hold exactly the decision lines through the last committed
-    batch (a kill may have come before that batch's lines reached it, or in the middle of
-    writing them); returns its size."""
-    if cursor is None:
+    batch: a kill may have come before that batch's lines reached it, or while they were
+    being written. Returns its size, which the next batch's lines are counted from. A
+    file that does not end where the cursor's count says (another file, or one the
+    cursor did not count: an earlier run printed to standard output) is left as it is."""
+    if cursor is None or not path.exists():
         path.touch()
         return path.stat().st_size
     last = cursor.last_lines.encode("utf-8")
-    with path.open("r+b" if path.exists() else "w+b") as fh:
+    with path.open("r+b") as fh:
         size = fh.seek(0, os.SEEK_END)
-        if size != cursor.out_bytes:
-            fh.truncate(max(cursor.out_bytes - len(last), 0))
+        if cursor.out_bytes - len(last) <= size < cursor.out_bytes:
+            fh.truncate(cursor.out_bytes - len(last))
             fh.seek(0, os.SEEK_END)
             fh.write(last)
-        fh.flush()
-        os.fsync(fh.fileno())
-    return cursor.out_bytes
+            fh.flush()
+            os.fsync(fh.fileno())
+        return fh.seek(0, os.SEEK_END)
