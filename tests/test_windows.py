@@ -128,3 +128,25 @@ def test_expire_deletes_what_is_past_its_retention(windowed, cli) -> None:
         # --before reads the item time too.
         gone = p.delete(before=now - timedelta(days=1000), dry_run=True)
         assert sorted(gone.ids) == ["notice", "plain"]
+
+
+def test_windows_set_on_a_store_apply_to_its_pairs_at_the_next_retrain(home: Path, db_url: str) -> None:
+    """Items stored before class_field and time_field were set get their class and time
+    from their meta, and the pairs outside the windows go: the store is then as if it had
+    been ingested with these settings."""
+    with Platform.open(home, db_url) as p:
+        p.ingest(STREAM)
+        before = set(pair_map(p))
+    assert {("n1", "n3"), ("e1", "e2")} <= before
+    (home / "config.toml").write_text(CONFIG)
+    with Platform.open(home, db_url) as p:
+        report = p.retrain()
+        after = set(pair_map(p))
+        assert report.windowed == {"items": len(STREAM), "pairs": len(before - after)} and "windows:" in report.summary()
+        assert p.retrain().windowed == {"items": 0, "pairs": 0}  # (done once)
+    (home.parent / "fresh").mkdir()
+    (home.parent / "fresh" / "config.toml").write_text(CONFIG)
+    with Platform.open(home.parent / "fresh", f"sqlite:///{home.parent / 'fresh.db'}") as p:
+        p.ingest(STREAM)
+        expected = set(pair_map(p))
+    assert after == expected and not {("n1", "n3"), ("n2", "n3")} & after

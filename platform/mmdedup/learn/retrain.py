@@ -19,6 +19,7 @@ re-scores, so the scores are the previous run's again.
 
 from __future__ import annotations
 
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Protocol
@@ -30,12 +31,14 @@ from ..config import Settings, SignalSettings
 from ..input.items import text_for_signals
 from ..review.labels import decisions_in_force, deleted_pair_decisions
 from ..score.fusion import Fusion
+from ..score.windows import class_and_time, seconds_of
+from ..signals.scorer import in_windows, limited
 from ..signals.text import WORDS_KIND, freeze, load_word_weights
 from ..store.db import activate_version
-from ..store.items import texts_of
+from ..store.items import items_to_time, set_class_times, set_state, state, texts_of
 from ..store.locks import job_lock, take_write_lock
 from ..store.models import active_row, active_version, count_versions, versions_before
-from ..store.pairs import pair_tiers, stale_pairs
+from ..store.pairs import delete_pairs, pair_tiers, pairs_after, stale_pairs
 from ..store.schema import utcnow
 from . import weights as word_weights
 from .fusion_fit import FusionModel, fit_from_settings
@@ -43,6 +46,9 @@ from .fusion_fit import FusionModel, fit_from_settings
 RUN_KIND = "retrain"
 FUSION_KIND = "fusion"
 LOCK_NAME = "retrain"
+# What the stored items' classes and times, and the stored pairs, were last made to agree
+# with (`Job._apply_windows`): checksums of those settings, in `store_state`.
+FIELDS_STATE, WINDOWS_STATE = "time_fields", "windows"
 
 
 class TextModels(Protocol):
@@ -66,6 +72,7 @@ class RetrainReport:
     rescored_pairs: int = 0
     tier_changes: Counter[tuple[str, str]] = field(default_factory=Counter)
     rolled_back: bool = False
+    windowed: dict[str, int] = field(default_factory=dict)  # items given a new class or time, pairs deleted
 
     @property
     def changed(self) -> bool:
@@ -77,7 +84,7 @@ class RetrainReport:
                 "versions": {k: {"before": a, "after": b} for k, (a, b) in self.versions.items()},
                 "labels": dict(self.labels), "fusion": self.fusion,
                 "words_moved": [{"word": w, "before": a, "after": b} for w, a, b in self.words_moved],
-                "resigned": self.resigned, "resumed_pairs": self.resumed_pairs,
+                "resigned": self.resigned, "resumed_pairs": self.resumed_pairs, "windowed": self.windowed,
                 "rescored_pairs": self.rescored_pairs,
                 "tier_changes": [{"from": a, "to": b, "pairs": n}
                                  for (a, b), n in sorted(self.tier_changes.items())]}
@@ -88,6 +95,9 @@ class RetrainReport:
         else:
             lines = ["retrain: labels in force: " + (", ".join(
                 f"{k} {v}" for k, v in sorted(self.labels.items())) or "none")]
+        if any(self.windowed.values()):
+            lines.append(f"  windows: {self.windowed['items']} items given their class and time from "
+                         f"class_field and time_field, {self.windowed['pairs']} pairs outside their window deleted")
         if self.resumed_pairs:
             lines.append(f"  finished an earlier run cut short: {self.resumed_pairs} pairs "
                          "re-scored under the models in force")
@@ -168,6 +178,7 @@ class Job:
 
     def _retrain(self) -> RetrainReport:
         report = RetrainReport()
+        report.windowed = self._apply_windows()
         tiers_before = self._tiers()
         # What an earlier run left half done: texts signed under superseded models, pairs
         # scored by models no longer in force.
@@ -230,6 +241,61 @@ class Job:
         if self.text.reload():
             report.rescored_pairs += self.text.resign_all()
             report.resigned = True
+
+    def _apply_windows(self) -> dict[str, int]:
+        """What a change of `class_field`, `time_field` or `windows` means for what is
+        stored: each item's class and time read again from its meta, then the pairs the
+        windows no longer let be compared (exact ones too) deleted; each only when its
+        settings changed since it last ran (a checksum in `store_state`). Windows made
+        wider apply to items ingested after: pairs never compared are not searched for."""
+        s, done = self.settings, {"items": 0, "pairs": 0}
+        fields = zlib.crc32(f"{s.class_field}\0{s.time_field}".encode())
+        limits = zlib.crc32(repr(sorted((c, w.window) for c, w in s.windows.items())).encode())
+        with self.sessions() as session:
+            fields_done, limits_done = state(session, FIELDS_STATE), state(session, WINDOWS_STATE)
+        if fields_done != fields and (fields_done is not None or s.class_field or s.time_field):
+            done["items"] = self._retime_items(fields)
+            limits_done = None  # (the times moved: every pair is looked at again)
+        if limits_done != limits:
+            done["pairs"] = self._drop_pairs_outside_windows(limits)
+        return done
+
+    def _retime_items(self, mark: int) -> int:
+        """Every item's class and time from its meta under the settings in force, a batch
+        a transaction; `mark` recorded at the end. Returns how many changed."""
+        s, after, moved = self.settings, 0, 0
+        while True:
+            with self.sessions.begin() as session:
+                take_write_lock(session)
+                rows = items_to_time(session, after, RESCORE_BATCH)
+                changed = [(pk, *made) for pk, meta, created, name, moment in rows
+                           if (made := class_and_time(meta, s.class_field, s.time_field, created))[0] != name
+                           or seconds_of(made[1]) != seconds_of(moment)]
+                set_class_times(session, changed)
+                if not rows:
+                    set_state(session, FIELDS_STATE, mark)
+                    return moved
+            moved += len(changed)
+            after = rows[-1][0]
+
+    def _drop_pairs_outside_windows(self, mark: int) -> int:
+        """Delete the stored pairs the windows do not let be compared, a batch a
+        transaction; `mark` recorded at the end. Returns how many went."""
+        after, dropped = (-1, -1), 0
+        while limited(self.settings):
+            with self.sessions.begin() as session:
+                take_write_lock(session)
+                batch = pairs_after(session, after, RESCORE_BATCH)
+                if not len(batch):
+                    break
+                outside = batch[~in_windows(session, self.settings, batch)]
+                delete_pairs(session, [tuple(p) for p in outside.tolist()])
+            dropped += len(outside)
+            after = tuple(batch[-1].tolist())
+        with self.sessions.begin() as session:
+            take_write_lock(session)
+            set_state(session, WINDOWS_STATE, mark)
+        return dropped
 
     def _labels_in_force(self) -> Counter[str]:
         with self.sessions() as session:

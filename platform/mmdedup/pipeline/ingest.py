@@ -34,6 +34,7 @@ from ..extract.text_sketches import tokenize_texts
 from ..input.items import (Entry, InputError, LoadedItem, finish_item, input_bytes, read_item,
                            storable_id)
 from ..score.pairs import candidate_pairs
+from ..score.windows import class_and_time
 from ..signals.base import Signal, Workers
 from ..signals.exact_keys import ExactKeys
 from ..signals.scorer import PairScorer, Scored, in_windows, limited
@@ -43,7 +44,6 @@ from ..store.pairs import insert_exact_pairs
 from ..store.locks import take_write_lock
 from ..store.runs import finish_run, start_run
 from ..store.schema import utcnow
-from .windows import class_and_time
 
 @dataclass
 class IngestReport:
@@ -482,7 +482,7 @@ def _upsert_items(
 def _item_row(li: LoadedItem, settings: Settings, now: datetime) -> tuple:
     item = li.item
     return (item.id, item.title, item.text, item.meta, li.text_hash, li.content_key, li.fingerprint,
-            *class_and_time(item.meta, settings, now))
+            *class_and_time(item.meta, settings.class_field, settings.time_field, now))
 
 
 def _item_values(li: LoadedItem, source: str, settings: Settings, now: datetime) -> dict[str, object]:

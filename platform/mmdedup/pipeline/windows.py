@@ -15,23 +15,12 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any, Mapping
 
 from sqlalchemy.orm import Session
 
 from ..config import Settings
-from ..score.canonical import parse_time
-from ..signals.scorer import seconds_of_time
+from ..score.windows import seconds_of
 from ..store.items import expired_items, newest_item_time
-
-
-def class_and_time(meta: Mapping[str, Any] | None, settings: Settings, now: datetime) -> tuple[str | None, datetime]:
-    """An item's content class (None: none) and time, from its meta."""
-    meta = meta if isinstance(meta, Mapping) else {}
-    name = meta.get(settings.class_field) if settings.class_field else None
-    name = None if name is None or isinstance(name, (dict, list)) else str(name)[:64] or None
-    seconds = parse_time(meta.get(settings.time_field)) if settings.time_field else None
-    return name, now if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
 
 
 def retains(settings: Settings) -> bool:
@@ -46,7 +35,7 @@ def expired(session: Session, settings: Settings) -> dict[int, str]:
     for name, window in sorted(settings.windows.items()):
         newest = newest_item_time(session, name)
         if math.isfinite(window.keep) and newest is not None:
-            cut = min(seconds_of_time(newest), now) - window.keep
+            cut = min(seconds_of(newest), now) - window.keep
             out.update(expired_items(session, name, datetime.fromtimestamp(cut, timezone.utc)))
     return dict(sorted(out.items()))
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Sequence
 
 import numpy as np
@@ -20,6 +19,7 @@ from sqlalchemy.orm import Session
 from ..config import Settings
 from ..score.fusion import Fusion
 from ..score.pairs import SignalValues, scored_pairs, signals_of
+from ..score.windows import compared, seconds_of
 from ..store.deletion import present
 from ..store.items import class_times
 from ..store.pairs import delete_pairs, insert_pairs, stored_pairs
@@ -67,10 +67,14 @@ class PairScorer:
     def scored(self, session: Session, pairs: np.ndarray) -> Scored:
         """What `__call__` writes, read and scored only (where the pairs were found: an
         engine's worker, which cannot write)."""
-        pairs = pairs[in_windows(session, self.settings, pairs)]
         if len(pairs) == 0:
             return Scored([], [])
         exact, stale = stored_pairs(session, pairs)
+        # A stored pair the windows no longer let be compared (they changed) is not
+        # scored again, and goes with the stale.
+        pairs = pairs[in_windows(session, self.settings, pairs)]
+        if len(pairs) == 0:
+            return Scored([], stale)
         return Scored(scored_pairs(pairs, self.values(session, pairs), self.fusion,
                                    self.settings.pair_floor, skip=exact), stale)
 
@@ -118,20 +122,13 @@ def in_windows(session: Session, settings: Settings, pairs: np.ndarray) -> np.nd
     if not len(pairs) or not limited(settings):
         return np.ones(len(pairs), bool)
     stored = class_times(session, np.unique(pairs).tolist())
-    seconds = {pk: seconds_of_time(t) for pk, (_, t) in stored.items()}
+    seconds = {pk: seconds_of(t) for pk, (_, t) in stored.items()}
     window = {pk: settings.windows[c].window if c in settings.windows else math.inf
               for pk, (c, _) in stored.items()}
     a, b = pairs[:, 0].tolist(), pairs[:, 1].tolist()
-    ta = np.array([seconds.get(pk, math.nan) for pk in a])
-    tb = np.array([seconds.get(pk, math.nan) for pk in b])
-    wa = np.array([window.get(pk, math.inf) for pk in a])
-    wb = np.array([window.get(pk, math.inf) for pk in b])
-    later_window = np.where(ta >= tb, wa, wb)  # the later item's class decides
-    return ~(np.abs(ta - tb) > later_window)  # (an item without a time, NaN, is compared)
 
+    def column(values: dict[int, float], pks: list[int], missing: float) -> np.ndarray:
+        return np.array([values.get(pk, missing) for pk in pks])
 
-def seconds_of_time(moment: datetime | None) -> float:
-    """Unix seconds of a stored time (SQLite gives it back without its zone: UTC)."""
-    if moment is None:
-        return math.nan
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    return compared(column(seconds, a, math.nan), column(seconds, b, math.nan),
+                    column(window, a, math.inf), column(window, b, math.inf))

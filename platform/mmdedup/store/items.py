@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 from datetime import datetime
 
-from sqlalchemy import Select, delete, func, insert, or_, select, update
+from sqlalchemy import Select, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
 from .db import insert_rows, select_in
-from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion, Unsearched, digest_hex
+from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion, StoreState, Unsearched, digest_hex
 
 ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint", "class_name", "item_time")
 _TEXT_ROW = (Item.pk, Item.title, Item.text, Item.page_text)  # what the text signal signs from
@@ -123,6 +123,32 @@ def class_times(session: Session, pks: list[int]) -> dict[int, tuple[str | None,
         out.update({pk: (name, moment) for pk, name, moment in session.execute(
             select(Item.pk, Item.class_name, Item.item_time).where(Item.pk.in_(pks[start:start + 5000]))).all()})
     return out
+
+
+def items_to_time(session: Session, after: int, limit: int) -> list[tuple]:
+    """(pk, meta, created_at, class, time) of the next `limit` items after pk `after`."""
+    return [tuple(r) for r in session.execute(
+        select(Item.pk, Item.meta, Item.created_at, Item.class_name, Item.item_time)
+        .where(Item.pk > after).order_by(Item.pk).limit(limit)).all()]
+
+
+def set_class_times(session: Session, rows: list[tuple[int, str | None, datetime]]) -> None:
+    """Items' (pk, class, time)."""
+    if rows:
+        table = Item.__table__
+        session.execute(table.update().where(table.c.pk == bindparam("key")).values(
+            class_name=bindparam("name"), item_time=bindparam("moment")),
+            [{"key": pk, "name": name, "moment": moment} for pk, name, moment in rows])
+
+
+def state(session: Session, name: str) -> int | None:
+    """A named counter of the store (`store_state`), None when never set."""
+    return session.scalar(select(StoreState.value).where(StoreState.name == name))
+
+
+def set_state(session: Session, name: str, value: int) -> None:
+    session.execute(delete(StoreState).where(StoreState.name == name))
+    session.execute(insert(StoreState).values(name=name, value=value))
 
 
 def newest_item_time(session: Session, class_name: str) -> datetime | None:

@@ -120,6 +120,13 @@ def stale_pairs(session: Session, version: str, after: tuple[int, int], limit: i
         .order_by(Pair.a_pk, Pair.b_pk).limit(limit)).all(), np.int64).reshape(-1, 2)
 
 
+def pairs_after(session: Session, after: tuple[int, int], limit: int) -> np.ndarray:
+    """The next `limit` stored pairs (exact ones too) after the key `after`, in key order."""
+    return np.array(session.execute(select(Pair.a_pk, Pair.b_pk).where(
+        tuple_(Pair.a_pk, Pair.b_pk) > tuple_(*after)).order_by(Pair.a_pk, Pair.b_pk).limit(limit)).all(),
+        np.int64).reshape(-1, 2)
+
+
 def pair_tiers(session: Session, thresholds: Thresholds) -> dict[tuple[int, int], str]:
     """The tier in force of every pair that has one."""
     tier = tier_of(thresholds)
