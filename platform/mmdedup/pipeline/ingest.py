@@ -515,8 +515,9 @@ def _write_exact_pairs(
     copies = exact.copies(session, changed)
     if limited(settings):  # (copies outside the window first: the cap counts those compared)
         found = np.array([(pk, other) for pk, others in copies.items() for other in others], np.int64).reshape(-1, 2)
-        kept = found[in_windows(session, settings, found)]
-        copies = {pk: kept[kept[:, 0] == pk, 1].tolist() for pk in np.unique(kept[:, 0]).tolist()}
+        copies = {}
+        for pk, other in found[in_windows(session, settings, found)].tolist():
+            copies.setdefault(pk, []).append(other)
     pairs: dict[tuple[int, int], dict[str, float]] = {}
     for pk, li in changed:
         for other in copies.get(pk, [])[: settings.max_exact_pairs_per_item]:

@@ -19,7 +19,8 @@ from sqlalchemy import BigInteger, bindparam, delete, func, insert, literal, or_
 from sqlalchemy.orm import Session
 
 from .db import select_in
-from .schema import Asset, Deletion, Item, Label, Pair, ReviewClaim, Signature, Unsearched
+from .items import forget_derived
+from .schema import Deletion, Item, Label, Pair, ReviewClaim, Signature
 from .signatures import version_id
 
 _BATCH = 5000  # pks an IN list holds (SQLite binds at most 32,766 values a statement)
@@ -102,12 +103,8 @@ def delete_items(session: Session, ids: dict[int, str], seq: int,
                 b_deleted_id=bindparam("b_id"), deleted_signals=bindparam("signals")),
                 [_label_row(row, set(part), ids, signals) for row in labelled])
             labels_kept += len(labelled)
-        for table in (Unsearched, Signature, Asset):
-            session.execute(delete(table).where(table.item_pk.in_(part)))
-        for table in (Pair, ReviewClaim):
-            gone = session.execute(delete(table).where(or_(table.a_pk.in_(part), table.b_pk.in_(part))))
-            if table is Pair:
-                pairs_gone += gone.rowcount
+        pairs_gone += forget_derived(session, part)
+        session.execute(delete(ReviewClaim).where(or_(ReviewClaim.a_pk.in_(part), ReviewClaim.b_pk.in_(part))))
         session.execute(delete(Item).where(Item.pk.in_(part)))
     return pairs_gone, labels_kept
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import Select, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from .db import insert_rows, select_in
+from .db import dialect_insert, insert_rows, select_in
 from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion, StoreState, Unsearched, digest_hex
 
 ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint", "class_name", "item_time")
@@ -42,12 +42,12 @@ def update_item(session: Session, pk: int, values: dict[str, object]) -> None:
     session.execute(update(Item).where(Item.pk == pk).values(**values))
 
 
-def forget_derived(session: Session, pks: list[int]) -> None:
-    """Drop what was derived from changed items' old content: assets, signatures, pairs,
-    a search still to run."""
+def forget_derived(session: Session, pks: list[int]) -> int:
+    """Drop what was derived from changed (or deleted) items' content: assets, signatures,
+    pairs, a search still to run. Returns how many pairs went."""
     for table in (Asset, Signature, Unsearched):
         session.execute(delete(table).where(table.item_pk.in_(pks)))
-    session.execute(delete(Pair).where(or_(Pair.a_pk.in_(pks), Pair.b_pk.in_(pks))))
+    return session.execute(delete(Pair).where(or_(Pair.a_pk.in_(pks), Pair.b_pk.in_(pks)))).rowcount
 
 
 def insert_assets(session: Session, rows: list[dict]) -> None:
@@ -147,8 +147,8 @@ def state(session: Session, name: str) -> int | None:
 
 
 def set_state(session: Session, name: str, value: int) -> None:
-    session.execute(delete(StoreState).where(StoreState.name == name))
-    session.execute(insert(StoreState).values(name=name, value=value))
+    session.execute(dialect_insert(session, StoreState).values(name=name, value=value)
+                    .on_conflict_do_update(index_elements=["name"], set_={"value": value}))
 
 
 def newest_item_time(session: Session, class_name: str) -> datetime | None:
