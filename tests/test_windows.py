@@ -5,10 +5,12 @@ deletes the items past their class's retention."""
 from __future__ import annotations
 
 import json
+import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from helpers import pair_map
 from mmdedup import Platform
@@ -150,3 +152,147 @@ def test_windows_set_on_a_store_apply_to_its_pairs_at_the_next_retrain(home: Pat
         p.ingest(STREAM)
         expected = set(pair_map(p))
     assert after == expected and not {("n1", "n3"), ("n2", "n3")} & after
+
+
+# --- the horizon: items behind every window leave the candidate indexes ------------------
+
+HORIZON_CONFIG = '''class_field = "class"
+time_field = "published"
+
+[windows]
+news = { window = "3d" }
+"*" = { window = "2d" }
+'''
+
+
+def daily_stream(days: int) -> list[list[dict]]:
+    """Each day four new stories, an edited copy of one from the day before (inside the
+    window) and one from five days before (outside it)."""
+    rng = random.Random(7)
+    vocabulary = [f"w{n}" for n in range(3000)]
+    stories: list[str] = []
+    out = []
+    for d in range(days):
+        batch = []
+        for k in range(4):
+            stories.append(" ".join(rng.choice(vocabulary) for _ in range(40)))
+            batch.append(item(f"d{d}-s{k}", stories[-1], "news", day(d)))
+        for back in (1, 5):
+            if d >= back:
+                batch.append(item(f"d{d}-copy{back}", stories[4 * (d - back)], "news", day(d) + timedelta(hours=1),
+                                  edit=3 + back))
+        out.append(batch)
+    return out
+
+
+def live_ids(platform: Platform) -> dict[str, set[str]]:
+    """The items each candidate index holds now, by id."""
+    with platform.sessions() as session:
+        ids = dict(session.execute(text("SELECT pk, id FROM items")).all())
+        text_index = platform.signal("text").index(session)
+        exact_index = platform._exact.index(session)
+    return {name: {ids[pk] for pk in found.tolist()}
+            for name, found in (("simhash", text_index.hamming.ids()), ("lsh", text_index.lsh.ids()),
+                                ("exact", exact_index.content.ids()))}
+
+
+def test_items_behind_every_window_leave_the_indexes_and_nothing_is_missed(home: Path, db_url: str,
+                                                                          tmp_path: Path) -> None:
+    """Ingested day by day, with every class's window finite ("*" too), an item older than
+    the newest item time minus the widest window (3 days) leaves every candidate index,
+    in this process, in a new one and in one that had the indexes open. The pairs are
+    those of the same stream where nothing leaves (no "*"); the store still holds every
+    item."""
+    days = daily_stream(12)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(HORIZON_CONFIG)
+    with Platform.open(home, db_url) as watcher, Platform.open(home, db_url) as p:
+        for n, batch in enumerate(days):
+            p.ingest(batch)
+            if n == 2:  # (it holds the indexes from here on)
+                assert [m.id for m in watcher.query(days[0][0]["text"])][:1] == ["d0-s0"]
+        found = pair_map(p)
+        if True:
+            times = {i["id"]: datetime.fromisoformat(i["meta"]["published"]) for b in days for i in b}
+            in_window = {k for k, t in times.items() if t >= max(times.values()) - timedelta(days=3)}
+            assert live_ids(p) == {"simhash": in_window, "lsh": in_window, "exact": in_window}
+            assert p.expire().evicted == 0  # (nothing more to take out)
+        assert live_ids(watcher) == {"simhash": in_window, "lsh": in_window, "exact": in_window}
+        # A probe of an evicted story finds nothing; a recent one is found.
+        assert not watcher.query(days[2][0]["text"])
+        assert [m.id for m in watcher.query(days[11][0]["text"])][:1] == ["d11-s0"]
+    with Platform.open(home, db_url) as fresh:
+        assert live_ids(fresh) == {"simhash": in_window, "lsh": in_window, "exact": in_window}
+        assert len(fresh.pairs()) == len(found)
+        with fresh.sessions() as session:
+            assert session.scalar(text("SELECT count(*) FROM items")) == sum(map(len, days))
+    (tmp_path / "all").mkdir()
+    (tmp_path / "all" / "config.toml").write_text(HORIZON_CONFIG.replace('"*" = { window = "2d" }\n', ""))
+    with Platform.open(tmp_path / "all", f"sqlite:///{tmp_path / 'all.db'}") as p:
+        for batch in days:
+            p.ingest(batch)
+        assert len(live_ids(p)["lsh"]) == sum(map(len, days))
+        everything = pair_map(p)
+    assert {k: v["score"] for k, v in found.items()} == {k: v["score"] for k, v in everything.items()}
+    paired = {frozenset(k) for k in found}
+    assert all(frozenset((f"d{d - 1}-s0", f"d{d}-copy1")) in paired for d in range(1, 12))
+    assert not any(frozenset((f"d{d - 5}-s0", f"d{d}-copy5")) in paired for d in range(5, 12))
+
+
+def test_index_files_saved_before_an_eviction_open_without_a_rebuild(home: Path, db_url: str,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    days = daily_stream(8)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(HORIZON_CONFIG)
+    with Platform.open(home, db_url) as p:
+        for batch in days[:4]:
+            p.ingest(batch)  # (each saves its index files)
+    from mmdedup.signals.base import Signal
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the index was rebuilt from the store")
+
+    with Platform.open(home, db_url) as p:
+        monkeypatch.setattr(Signal, "rebuilt_index", refused)
+        for batch in days[4:]:
+            p.ingest(batch)
+        held = live_ids(p)
+    with Platform.open(home, db_url) as p:
+        assert live_ids(p) == held and "d0-s0" not in held["lsh"] and "d7-s0" in held["lsh"]
+
+
+def test_widened_windows_bring_evicted_items_back(home: Path, db_url: str) -> None:
+    days = daily_stream(8)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(HORIZON_CONFIG)
+    with Platform.open(home, db_url) as p:
+        for batch in days:
+            p.ingest(batch)
+        assert "d1-s0" not in live_ids(p)["lsh"]
+    (home / "config.toml").write_text(HORIZON_CONFIG.replace('"3d"', '"30d"'))
+    with Platform.open(home, db_url) as p:
+        report = p.expire()
+        assert report.evicted == 0
+        assert live_ids(p)["lsh"] == {i["id"] for b in days for i in b}
+        assert [m.id for m in p.query(days[1][0]["text"])][:1] == ["d1-s0"]
+    (home / "config.toml").write_text(HORIZON_CONFIG.replace('"*" = { window = "2d" }\n', ""))
+    with Platform.open(home, db_url) as p:
+        p.expire()
+        assert len(live_ids(p)["lsh"]) == sum(map(len, days))
+
+
+def test_the_star_class_sets_the_window_and_keep_of_every_class_not_listed(home: Path, db_url: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(CONFIG + '"*" = { window = "2d", keep = "5d" }\n')
+    records = [item("a", OTHER, None, day(0)), item("b", OTHER, "sport", day(1), edit=3),
+               item("c", OTHER, None, day(4), edit=5), item("n", STORY, "news", day(-30)),
+               item("late", STORY, "sport", day(9))]
+    with Platform.open(home, db_url) as p:
+        assert p.ingest(records[:3]).expired == 0
+        found = {frozenset(k) for k in pair_map(p)}
+        assert frozenset(("a", "b")) in found and frozenset(("b", "c")) not in found
+        # "sport" and the unclassed keep 5 days before their newest (day 9): a and b go, c
+        # (day 4) stays; news keeps 90 days before its own newest.
+        assert p.ingest(records[3:]).expired == 2
+        assert {m.id for m in p.query(OTHER)} == {"c"}
+        assert {m.id for m in p.query(STORY)} == {"n", "late"}

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from contextlib import ExitStack
 from functools import partial
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
@@ -49,6 +49,7 @@ from .review.labels import DECISIONS, ImportReport, default_reviewer  # noqa: F4
 from .review.session import ReviewSession
 from .score.canonical import canonical, member_facts
 from .score.cluster import accepted_edges, components
+from .score.windows import as_utc
 from .signals import registry
 from .signals.base import Signal
 from .signals.exact_keys import ExactKeys
@@ -243,13 +244,12 @@ class Platform:
         return report
 
     def _expiring(self, seconds: float) -> Callable[[], None]:
-        """What a stream runs after each batch: `expire`, at most once in `seconds`, where
-        a class has a retention."""
+        """What a stream runs after each batch: `expire`, at most once in `seconds`."""
         last = time.monotonic()
 
         def run() -> None:
             nonlocal last
-            if windows.retains(self.settings) and time.monotonic() - last >= seconds:
+            if time.monotonic() - last >= seconds:
                 self.expire()
                 last = time.monotonic()
         return run
@@ -292,8 +292,7 @@ class Platform:
                             workers=engine.workers() if ray else None, hook=hook)
         if ray:
             report.engine = {"name": "ray", **engine.summary}
-        if windows.retains(self.settings):
-            report.expired = len(self.expire(progress=progress).ids)
+        report.expired = len(self.expire(progress=progress).ids)
         return report
 
     def searched(self, name: str, pks: np.ndarray, among: np.ndarray, on: Iterable[str] = ()) -> Searched:
@@ -416,11 +415,15 @@ class Platform:
         return delete_items(self.sessions, self._scorer, selection, dry_run=dry_run, progress=progress)
 
     def expire(self, *, dry_run: bool = False, progress: bool = False) -> DeleteReport:
-        """Delete the items older than their content class's retention (`windows`' keep,
-        pipeline/windows.py), as `delete` does; every ingest ends with it."""
+        """Take the items behind every class's window out of the candidate indexes, and
+        delete those older than their class's retention (`windows`, pipeline/windows.py),
+        as `delete` does; every ingest ends with it."""
+        evicted = 0 if dry_run else windows.evict(self.sessions, self.settings)
         with self.sessions() as session:
             ids = windows.expired(session, self.settings)
-        return delete_chosen(self.sessions, self._scorer, ids, [], dry_run=dry_run, progress=progress)
+        report = delete_chosen(self.sessions, self._scorer, ids, [], dry_run=dry_run, progress=progress)
+        report.evicted = evicted
+        return report
 
     def pairs(self, min_tier: str = "weak") -> list[Pair]:
         """Scored pairs at or above `min_tier` under the tiers in force, best first."""
@@ -510,7 +513,7 @@ class Platform:
             return [
                 {"source": f.source, "key": f.key, "id": f.item_id, "reason": f.reason,
                  "detail": f.detail,
-                 "at": _aware(f.created_at).astimezone(timezone.utc).isoformat(),
+                 "at": as_utc(f.created_at).isoformat(),
                  "resolved": f.resolved_at is not None}
                 for f in queries.failures(session, include_resolved)
             ]
@@ -565,10 +568,10 @@ def _passes(row: Any, meta: dict[str, Any] | None, since: datetime | None,
             until: datetime | None) -> bool:
     if meta and not meta_matches(row.meta, meta):
         return False
-    created = _aware(row.created_at)
-    if since is not None and created < _aware(since):
+    created = as_utc(row.created_at)
+    if since is not None and created < as_utc(since):
         return False
-    return until is None or created <= _aware(until)
+    return until is None or created <= as_utc(until)
 
 
 def _write_flushed(out: IO[str], text: str) -> None:
@@ -581,10 +584,6 @@ def _write_synced(out: IO[str], text: str) -> None:
     out.write(text)
     out.flush()
     os.fsync(out.fileno())
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def _read(source: str | Path | bytes) -> bytes:

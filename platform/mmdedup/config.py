@@ -229,7 +229,8 @@ class Window:
 @dataclass(frozen=True)
 class Windows:
     """{class: {window = DURATION, keep = DURATION}}: each duration a number and a unit
-    (s, m, h, d, w) or "forever" (the default of both); keep at least the window."""
+    (s, m, h, d, w) or "forever" (the default of both); keep at least the window. The
+    class "*" stands for every class not listed, and for items without one."""
 
     def coerce(self, value: Any) -> Any:
         if not isinstance(value, Mapping):
@@ -252,8 +253,9 @@ class Windows:
         return toml_value(text)
 
     def describe(self) -> str:
-        return ('a table of classes, each { window = DURATION, keep = DURATION }, a duration '
-                'being a number and a unit (s, m, h, d, w) or "forever", keep at least the window')
+        return ('a table of classes ("*": every other class, and items without one), each '
+                '{ window = DURATION, keep = DURATION }, a duration being a number and a unit '
+                '(s, m, h, d, w) or "forever", keep at least the window')
 
 
 @dataclass(frozen=True)
@@ -494,11 +496,15 @@ class Settings:
     # ("" or absent: no class), its time the ISO time in `time_field` (else when it was
     # ingested). Per class, `windows` sets how far apart in time two items may be and
     # still be compared ("window": the later one's class decides), and how long an item
-    # is kept ("keep": `mmdedup expire`, and every ingest, deletes older ones). A class
-    # not listed is compared and kept forever. E.g. in config.toml:
+    # is kept ("keep": `mmdedup expire`, and every ingest, deletes older ones). The class
+    # "*" stands for every class not listed and for items without one; without it, those
+    # are compared and kept forever. Once every class's window is finite ("*" included),
+    # an item older than the widest window leaves the candidate indexes (`expire`), so
+    # their size follows the window, not the history. E.g. in config.toml:
     #     [windows]
     #     news = { window = "7d", keep = "90d" }
     #     notice = { window = "forever" }
+    #     "*" = { window = "30d" }
     class_field: str = setting("", Name())
     time_field: str = setting("", Name())
     windows: Mapping[str, Window] = field(default_factory=dict, metadata={"check": Windows()})
@@ -544,6 +550,23 @@ class Settings:
     def tier(self, score: float) -> str | None:
         """The tier a fused score falls in, or None below the weak threshold."""
         return next((name for name, lowest in self.tier_thresholds if score >= lowest), None)
+
+    def window_of(self, class_name: str | None) -> Window:
+        """A content class's window and retention: its own, else those of "*"."""
+        return self.windows.get(class_name or "*") or self.windows.get("*") or Window()
+
+    @property
+    def windowed(self) -> bool:
+        """Whether any class is compared within a finite window."""
+        return any(math.isfinite(w.window) for w in self.windows.values())
+
+    @property
+    def widest_window(self) -> float:
+        """How far back any item that arrives may be compared (seconds): the widest window
+        of any class, "*" included (inf without "*": a class not listed looks back forever)."""
+        if "*" not in self.windows:
+            return math.inf
+        return max(w.window for w in self.windows.values())
 
 
 

@@ -4,9 +4,11 @@ Each simulated day brings PER_DAY texts of 300-400 words, dated across the day. 
 of them are edited copies: half of a text from the last three days (inside the window:
 they must pair), half of a text from 10 to 20 days before (outside it: they must not).
 Each day is ingested by `mmdedup ingest` in a process of its own into one SQLite store,
-configured with `class_field`, `time_field` and `news = { window = "7d", keep = "90d" }`.
-Per day: items a second, CPU ms an item, the process's peak memory, and the planted
-copies paired inside and outside the window.
+configured with `class_field`, `time_field`, `news = { window = "7d", keep = "90d" }` and
+`"*" = { window = "7d" }` (every class's window finite: items behind it leave the
+candidate indexes). Per day: items a second, CPU ms an item, the process's peak memory,
+the items the text index holds at the end of the day, and the planted copies paired
+inside and outside the window.
 
 The baseline, in the same run: datasketch's MinHashLSH (128 permutations, threshold 0.5,
 the words of each text) in memory, with the 7-day window kept by hand (keys older than
@@ -41,6 +43,7 @@ CONFIG = '''class_field = "class"
 time_field = "published"
 [windows]
 news = { window = "7d", keep = "90d" }
+"*" = { window = "7d" }
 '''
 
 
@@ -82,8 +85,9 @@ def make_days(days: int, per_day: int, seed: int = 0) -> list[list[dict]]:
     return out
 
 
-def paired(db: Path, records: list[dict]) -> tuple[int, int]:
-    """(planted copies inside the window paired with their source, outside it paired)."""
+def paired(db: Path, records: list[dict]) -> tuple[int, int, int]:
+    """(planted copies inside the window paired with their source, outside it paired,
+    texts the candidate index holds)."""
     con = sqlite3.connect(db)
     ids = {r["id"]: r["meta"] for r in records if "copy_of" in r["meta"]}
     found = set()
@@ -92,10 +96,11 @@ def paired(db: Path, records: list[dict]) -> tuple[int, int]:
     for a, b in rows:
         found.add((a, b))
         found.add((b, a))
+    held = con.execute("SELECT count(*) FROM signatures WHERE kind = 'text' AND evicted_seq IS NULL").fetchone()[0]
     con.close()
     inside = sum(1 for k, m in ids.items() if m["inside"] and (k, m["copy_of"]) in found)
     outside = sum(1 for k, m in ids.items() if not m["inside"] and (k, m["copy_of"]) in found)
-    return inside, outside
+    return inside, outside, held
 
 
 def datasketch_days(folder: Path, days: int) -> list[tuple[float, float]]:
@@ -144,7 +149,7 @@ def main() -> None:
         base = json.loads(subprocess.run([*here, "--datasketch", str(folder)], check=True,
                                          capture_output=True, text=True).stdout)
         print(f"{args.days} days of {args.per_day} texts, 7-day window; per day: mmdedup items/s, CPU ms/item, "
-              f"peak MB, copies inside the window paired / planted, outside paired / planted; "
+              f"peak MB, texts indexed, copies inside the window paired / planted, outside paired / planted; "
               f"datasketch items/s, CPU ms/item")
         home.mkdir()
         (home / "config.toml").write_text(CONFIG)
@@ -156,10 +161,10 @@ def main() -> None:
             planted_out = sum(1 for r in records if r["meta"].get("inside") is False)
             wall, cpu, peak = child_usage([MMDEDUP, "--home", str(home), "ingest", str(manifest), "--no-progress"],
                                           {**os.environ, "MMDEDUP_QUERY_SERVER_IDLE": "0"})
-            inside, outside = paired(home / "mmdedup.db", records)
+            inside, outside, held = paired(home / "mmdedup.db", records)
             rates.append(len(records) / wall)
             print(f"day {day + 1:2d}: {len(records) / wall:6.0f} items/s, {cpu / len(records) * 1000:5.2f} ms, "
-                  f"{peak:5.0f} MB, inside {inside}/{planted_in}, outside {outside}/{planted_out}; "
+                  f"{peak:5.0f} MB, {held:7d} indexed, inside {inside}/{planted_in}, outside {outside}/{planted_out}; "
                   f"datasketch {base[day][0]:5.0f} items/s, {base[day][1]:5.2f} ms")
         print(f"day {args.days} against day 1: mmdedup {rates[-1] / rates[0]:.2f}x, "
               f"datasketch {base[-1][0] / base[0][0]:.2f}x (items a second)")

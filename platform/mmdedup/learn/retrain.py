@@ -32,7 +32,7 @@ from ..input.items import text_for_signals
 from ..review.labels import decisions_in_force, deleted_pair_decisions
 from ..score.fusion import Fusion
 from ..score.windows import class_and_time, seconds_of
-from ..signals.scorer import in_windows, limited
+from ..signals.scorer import in_windows
 from ..signals.text import WORDS_KIND, freeze, load_word_weights
 from ..store.db import activate_version
 from ..store.items import items_to_time, set_class_times, set_state, state, texts_of
@@ -282,7 +282,7 @@ class Job:
         """Delete the stored pairs the windows do not let be compared, a batch a
         transaction; `mark` recorded at the end. Returns how many went."""
         after, dropped = (-1, -1), 0
-        while limited(self.settings):
+        while self.settings.windowed:
             with self.sessions.begin() as session:
                 take_write_lock(session)
                 batch = pairs_after(session, after, RESCORE_BATCH)

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Iterable, Mapping
 
 from sqlalchemy.orm import Session, sessionmaker
 from tqdm import tqdm
 
+from ..score.windows import as_utc
 from ..signals.scorer import PairScorer
 from ..store import deletion
 from ..store.locks import take_write_lock
@@ -51,10 +52,12 @@ class DeleteReport:
     missing: list[str] = field(default_factory=list)  # ids named that the store does not hold
     pairs: int = 0  # pairs deleted with them
     labels: int = 0  # labels kept, now about a deleted item
+    # (expire) items taken out of the candidate indexes, behind every window (pipeline/windows.py)
+    evicted: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"dry_run": self.dry_run, "items": len(self.ids), "ids": self.ids,
-                "missing": self.missing, "pairs": self.pairs, "labels": self.labels}
+                "missing": self.missing, "pairs": self.pairs, "labels": self.labels, "evicted": self.evicted}
 
     def summary(self) -> str:
         verb = "would delete" if self.dry_run else "deleted"
@@ -65,6 +68,9 @@ class DeleteReport:
         if self.missing:
             shown = ", ".join(self.missing[:5]) + (", ..." if len(self.missing) > 5 else "")
             line += f"; {len(self.missing)} id{'s' if len(self.missing) != 1 else ''} not in the store: {shown}"
+        if self.evicted:
+            line += (f"; {self.evicted} item{'s' if self.evicted != 1 else ''} behind every window "
+                     "taken out of the candidate indexes")
         return line
 
 
@@ -86,7 +92,7 @@ def chosen(session: Session, selection: Selection) -> tuple[dict[int, str], list
         found = pks_by_id(session, list(dict.fromkeys(selection.ids)))
         missing = [i for i in dict.fromkeys(selection.ids) if i not in found]
         pks = sorted(found.values())
-    before = _utc(selection.before) if selection.before is not None else None
+    before = as_utc(selection.before) if selection.before is not None else None
     out = {pk: id_ for rows in deletion.scan_items(session, pks, before) for pk, id_, meta in rows
            if not selection.meta or meta_matches(meta, selection.meta)}
     return dict(sorted(out.items())), missing
@@ -129,6 +135,4 @@ def _labelled_scores(session: Session, scorer: PairScorer, going: Iterable[int]
     return {(int(a), int(b)): v for (a, b), v in zip(pairs.tolist(), scorer.signals_of(session, pairs)) if v}
 
 
-def _utc(moment: datetime) -> datetime:
-    """A time as UTC (a time without a zone is taken as UTC, as stored times are)."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+

@@ -37,7 +37,7 @@ from ..score.pairs import candidate_pairs
 from ..score.windows import class_and_time
 from ..signals.base import Signal, Workers
 from ..signals.exact_keys import ExactKeys
-from ..signals.scorer import PairScorer, Scored, in_windows, limited
+from ..signals.scorer import PairScorer, Scored, in_windows
 from ..store import items as stored_items
 from ..store import unsearched
 from ..store.pairs import insert_exact_pairs
@@ -513,7 +513,7 @@ def _write_exact_pairs(
 ) -> None:
     """Pair each new or changed item with the earliest items of the same content key."""
     copies = exact.copies(session, changed)
-    if limited(settings):  # (copies outside the window first: the cap counts those compared)
+    if settings.windowed:  # (copies outside the window first: the cap counts those compared)
         found = np.array([(pk, other) for pk, others in copies.items() for other in others], np.int64).reshape(-1, 2)
         copies = {}
         for pk, other in found[in_windows(session, settings, found)].tolist():

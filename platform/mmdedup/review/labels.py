@@ -13,13 +13,14 @@ import getpass
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence, TextIO
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..results import UnknownItem
+from ..score.windows import as_utc
 from ..store.labels import (
     deleted_decisions,
     insert_label,
@@ -114,7 +115,7 @@ def iter_labels(sessions: sessionmaker[Session]) -> Iterator[dict[str, Any]]:
     with sessions() as session:
         for a, b, decision, reviewer, created, a_gone, b_gone in stream_labels_with_ids(session):
             record = {"a": a, "b": b, "decision": decision, "reviewer": reviewer,
-                      "created_at": _utc(created).isoformat()}
+                      "created_at": as_utc(created).isoformat()}
             if a_gone or b_gone:
                 record["deleted"] = [side for side, gone in (("a", a_gone), ("b", b_gone)) if gone]
             yield record
@@ -325,7 +326,7 @@ def _row(line_no: int, record: dict[str, Any]) -> _Row | RowError:
         try:
             if not isinstance(created, str):
                 raise TypeError
-            created_at = _utc(datetime.fromisoformat(created.strip()))
+            created_at = as_utc(datetime.fromisoformat(created.strip()))
         except (TypeError, ValueError):
             return RowError(line_no, "bad_time", f"created_at {created!r} is not an ISO 8601 time")
     return _Row(line_no, values["a"], values["b"], decision,
@@ -333,15 +334,10 @@ def _row(line_no: int, record: dict[str, Any]) -> _Row | RowError:
 
 
 def _existing_keys(session: Session, pks: set[int]) -> set[tuple[int, int, str, str, str]]:
-    return {(a, b, decision, reviewer, _utc(created).isoformat())
+    return {(a, b, decision, reviewer, as_utc(created).isoformat())
             for a, b, decision, reviewer, created in labels_from(session, sorted(pks))}
 
 
-def _utc(moment: datetime) -> datetime:
-    """Aware UTC; SQLite hands back naive times, which are stored in UTC."""
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
 
 
 __all__ = ["DECISIONS", "ImportReport", "RowError", "decisions_in_force", "default_reviewer",

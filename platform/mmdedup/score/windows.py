@@ -39,4 +39,10 @@ def seconds_of(moment: datetime | None) -> float:
     """Unix seconds of a stored time (SQLite gives it back without its zone: UTC)."""
     if moment is None:
         return math.nan
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    return as_utc(moment).timestamp()
+
+
+def as_utc(moment: datetime) -> datetime:
+    """A time as aware UTC: SQLite hands stored times back without their zone (they are
+    UTC), and a time given without one is read the same way."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)

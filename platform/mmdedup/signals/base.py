@@ -42,6 +42,7 @@ from ..store.deletion import deleted_since, deleted_through
 from ..store.locks import last_write, take_write_lock
 from ..store.signatures import (
     count_signatures_through,
+    evicted_since,
     load_signatures,
     replace_signatures,
     signatures_since,
@@ -309,7 +310,8 @@ class Signal(Generic[V, S]):
             # Nothing written since the save (the usual case for a query, and for an
             # ingest after an ingest): nothing was replaced either, and the count (a scan
             # of the version's signatures) is not needed.
-            # Deleted items are counted from the deletion log: catching up takes them out.
+            # Deleted items are counted from the deletion log, and evicted ones are not
+            # counted once evicted: catching up takes them out.
             if stamp["seq"] != last_write(session) \
                     and count_signatures_through(session, kind, version, stamp["seq"]) \
                     + deleted_through(session, kind, version, stamp["seq"]) != stamp.get("count"):
@@ -334,13 +336,13 @@ class Signal(Generic[V, S]):
 
     def caught_up(self, session: Session, index: Any, kind: str, version: str, seq: int) -> int:
         """Bring `index` up to date with what was written to `kind` since write `seq`:
-        items deleted since taken out, then another process's items added, or the values
-        of items another process changed (taken out first). Returns the write the index
-        is now caught up with."""
+        items deleted or evicted (behind every window) since taken out, then another
+        process's items added, or the values of items another process changed (taken out
+        first). Returns the write the index is now caught up with."""
         through = last_write(session)
         if through == seq:
             return seq
-        gone = deleted_since(session, kind, version, seq)
+        gone = np.union1d(deleted_since(session, kind, version, seq), evicted_since(session, kind, version, seq))
         if len(gone):
             self.index_remove(index, gone)
         new = signatures_since(session, kind, version, seq)

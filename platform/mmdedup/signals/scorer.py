@@ -112,19 +112,13 @@ class PairScorer:
         return hashlib.sha256(f"{made}|{weights}".encode()).hexdigest()[:16]
 
 
-def limited(settings: Settings) -> bool:
-    """Whether any class is compared within a finite window."""
-    return any(math.isfinite(w.window) for w in settings.windows.values())
-
-
 def in_windows(session: Session, settings: Settings, pairs: np.ndarray) -> np.ndarray:
     """Which candidate pairs (n, 2) of stored items their classes' windows let be compared."""
-    if not len(pairs) or not limited(settings):
+    if not len(pairs) or not settings.windowed:
         return np.ones(len(pairs), bool)
     stored = class_times(session, np.unique(pairs).tolist())
     seconds = {pk: seconds_of(t) for pk, (_, t) in stored.items()}
-    window = {pk: settings.windows[c].window if c in settings.windows else math.inf
-              for pk, (c, _) in stored.items()}
+    window = {pk: settings.window_of(c).window for pk, (c, _) in stored.items()}
     a, b = pairs[:, 0].tolist(), pairs[:, 1].tolist()
 
     def column(values: dict[int, float], pks: list[int], missing: float) -> np.ndarray:

@@ -90,9 +90,9 @@ def delete_items(session: Session, ids: dict[int, str], seq: int,
     for start in range(0, len(pks), _BATCH):
         part = pks[start:start + _BATCH]
         session.execute(insert(Deletion).from_select(
-            ["seq", "item_pk", "kind", "version_id", "signed_seq"],
+            ["seq", "item_pk", "kind", "version_id", "signed_seq", "evicted_seq"],
             select(literal(seq, BigInteger), Signature.item_pk, Signature.kind,
-                   Signature.version_id, Signature.seq).where(Signature.item_pk.in_(part))))
+                   Signature.version_id, Signature.seq, Signature.evicted_seq).where(Signature.item_pk.in_(part))))
         labelled = session.execute(select(
             Label.pk, Label.a_pk, Label.b_pk, Label.a_deleted_id, Label.b_deleted_id, Label.deleted_signals
         ).where(or_(Label.a_pk.in_(part), Label.b_pk.in_(part)))).all()
@@ -134,14 +134,15 @@ def deleted_since(session: Session, kind: str, version: str, seq: int) -> np.nda
 
 
 def deleted_through(session: Session, kind: str, version: str, seq: int) -> int:
-    """How many signatures of `kind` and `version` written up to write `seq` a deletion
-    after it took: with those still stored, what an index saved at `seq` counted."""
+    """How many signatures of `kind` and `version` written up to write `seq`, and not
+    evicted by then, a deletion after it took: with those still stored, what an index
+    saved at `seq` counted."""
     vid = version_id(session, kind, version)
     if vid is None:
         return 0
     return session.scalar(select(func.count()).select_from(Deletion).where(
         Deletion.version_id == vid, Deletion.kind == kind, Deletion.seq > seq,
-        Deletion.signed_seq <= seq)) or 0
+        Deletion.signed_seq <= seq, or_(Deletion.evicted_seq.is_(None), Deletion.evicted_seq > seq))) or 0
 
 
 def present(session: Session, pks: Sequence[int]) -> set[int]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime
+from typing import Any, Sequence
 
-from sqlalchemy import Select, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import Select, bindparam, delete, func, insert, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from .db import dialect_insert, insert_rows, select_in
@@ -151,17 +152,26 @@ def set_state(session: Session, name: str, value: int) -> None:
                     .on_conflict_do_update(index_elements=["name"], set_={"value": value}))
 
 
-def newest_item_time(session: Session, class_name: str) -> datetime | None:
-    """The latest item time of this class (by the (class, time) index)."""
-    return session.scalar(select(Item.item_time).where(Item.class_name == class_name, Item.item_time.is_not(None))
+def _of_class(class_name: str | None, listed: Sequence[str]) -> Any:
+    """Items of this class; None: of any class not `listed`, or of none (windows' "*")."""
+    if class_name is not None:
+        return Item.class_name == class_name
+    return or_(Item.class_name.is_(None), Item.class_name.not_in(list(listed))) if listed else true()
+
+
+def newest_item_time(session: Session, class_name: str | None = None, listed: Sequence[str] = ()) -> datetime | None:
+    """The latest item time of this class (None: of the classes not `listed`; by the
+    (class, time) or the time index)."""
+    return session.scalar(select(Item.item_time).where(_of_class(class_name, listed), Item.item_time.is_not(None))
                           .order_by(Item.item_time.desc()).limit(1))
 
 
-def expired_items(session: Session, class_name: str, before: datetime) -> dict[int, str]:
-    """{pk: id} of the items of this class whose time is before `before` (by the
-    (class, time) index)."""
+def expired_items(session: Session, class_name: str | None, before: datetime,
+                  listed: Sequence[str] = ()) -> dict[int, str]:
+    """{pk: id} of the items of this class (None: of the classes not `listed`) whose time
+    is before `before` (by the (class, time) or the time index)."""
     return dict(session.execute(select(Item.pk, Item.id).where(
-        Item.class_name == class_name, Item.item_time < before)).all())
+        _of_class(class_name, listed), Item.item_time < before)).all())
 
 
 # --- texts -----------------------------------------------------------------------------

@@ -83,7 +83,7 @@ class Item(Base):
     """One piece of content as the user named it; `content_key` is its exact-duplicate key."""
 
     __tablename__ = "items"
-    __table_args__ = (Index("ix_items_class_time", "class_name", "item_time"),)
+    __table_args__ = (Index("ix_items_class_time", "class_name", "item_time"), Index("ix_items_time", "item_time"))
 
     pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(512), unique=True)
@@ -154,7 +154,8 @@ class Signature(Base):
     __tablename__ = "signatures"
     # Every read names one version (store/signatures.py): all of it, what was written
     # since a write (an index catching up), or some items (by the primary key).
-    __table_args__ = (Index("ix_signatures_version_seq", "version_id", "seq"),)
+    __table_args__ = (Index("ix_signatures_version_seq", "version_id", "seq"),
+                      Index("ix_signatures_version_evicted", "version_id", "evicted_seq"))
 
     item_pk: Mapped[int] = mapped_column(
         ForeignKey("items.pk", ondelete="CASCADE"), primary_key=True
@@ -165,6 +166,9 @@ class Signature(Base):
     # The write (store/locks.py) that stored it: an index has seen every signature up to
     # the write it last caught up with, and reads only the newer ones.
     seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # The write that took its item out of the candidate indexes, behind every class's
+    # window (pipeline/windows.py `evict`); always a later write than `seq`. None: indexed.
+    evicted_seq: Mapped[int | None] = mapped_column(BigInteger)
 
 
 class Unsearched(Base):
@@ -235,6 +239,7 @@ class Deletion(Base):
     kind: Mapped[str] = mapped_column(String(64), primary_key=True)
     version_id: Mapped[int] = mapped_column(Integer)
     signed_seq: Mapped[int] = mapped_column(BigInteger)  # the write that stored the signature
+    evicted_seq: Mapped[int | None] = mapped_column(BigInteger)  # and the one that evicted it
 
 
 class StreamCursor(Base):

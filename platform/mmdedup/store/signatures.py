@@ -12,13 +12,15 @@ committed (they never change or go away).
 from __future__ import annotations
 
 import weakref
+from datetime import datetime
 from typing import Any, Iterable
 
+import numpy as np
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from .db import insert_rows, select_in
-from .schema import Signature, SignatureVersion
+from .schema import Item, Signature, SignatureVersion
 
 # {engine: {(kind, version): id}} of committed version rows.
 _KNOWN: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], int]] = weakref.WeakKeyDictionary()
@@ -82,27 +84,80 @@ def replace_signatures(session: Session, kind: str, version: str,
 
 
 def signatures_since(session: Session, kind: str, version: str, seq: int) -> dict[int, bytes]:
-    """{item pk: value} of the signatures of `kind` and `version` written after write `seq`."""
+    """{item pk: value} of the signatures of `kind` and `version` written after write `seq`
+    that the candidate indexes hold (not evicted)."""
     vid = version_id(session, kind, version)
     if vid is None:
         return {}
     return dict(session.execute(select(Signature.item_pk, Signature.value).where(
-        Signature.version_id == vid, Signature.seq > seq)).all())
+        Signature.version_id == vid, Signature.seq > seq, Signature.evicted_seq.is_(None))).all())
 
 
 def count_signatures_through(session: Session, kind: str, version: str, seq: int) -> int:
-    """How many signatures of `kind` and `version` written up to write `seq` remain."""
+    """How many signatures of `kind` and `version` written up to write `seq` remain and
+    were not evicted by then: what an index caught up to `seq` holds. (Evicted ones were
+    written before they were evicted, so both counts read an index, not the rows.)"""
     vid = version_id(session, kind, version)
     if vid is None:
         return 0
-    return session.scalar(select(func.count()).select_from(Signature).where(
+    written = session.scalar(select(func.count()).select_from(Signature).where(
         Signature.version_id == vid, Signature.seq <= seq)) or 0
+    return written - (session.scalar(select(func.count()).select_from(Signature).where(
+        Signature.version_id == vid, Signature.evicted_seq <= seq)) or 0)
+
+
+def evicted_since(session: Session, kind: str, version: str, seq: int) -> np.ndarray:
+    """The items whose signature of `kind` and `version` an eviction after write `seq` took
+    out of the candidate indexes."""
+    vid = version_id(session, kind, version)
+    if vid is None:
+        return np.zeros(0, np.int64)
+    return np.unique(np.asarray(session.scalars(select(Signature.item_pk).where(
+        Signature.version_id == vid, Signature.evicted_seq > seq)).all(), np.int64))
+
+
+def evict_signatures(session: Session, before: datetime, since: datetime | None, written_after: int) -> int:
+    """Take out of the candidate indexes the signatures of items whose time is before
+    `before` (marked with this write, held under the write lock): those whose time is at or
+    after `since` (None: any), where the horizon moved since the last eviction, and those
+    written after write `written_after` (the last eviction's): items that arrived late, or
+    were signed again, behind the horizon. Returns how many items were taken out."""
+    seq = session.info.get("write_seq")
+    if seq is None:
+        raise RuntimeError("signatures are evicted under the store's write lock (store.locks.take_write_lock)")
+    moved = select(Item.pk).where(Item.item_time < before)
+    if since is not None:
+        moved = moved.where(Item.item_time >= since)
+    session.execute(update(Signature).where(Signature.evicted_seq.is_(None), Signature.item_pk.in_(moved))
+                    .values(evicted_seq=seq).execution_options(synchronize_session=False))
+    # (By the (version, write) and (version, evicted) indexes: the writes since, not the history.)
+    versions = list(session.scalars(select(SignatureVersion.id)))
+    if since is not None:
+        behind = select(Item.pk).where(Item.pk == Signature.item_pk, Item.item_time < before).exists()
+        session.execute(update(Signature).where(
+            Signature.version_id.in_(versions), Signature.seq > written_after, Signature.evicted_seq.is_(None),
+            behind).values(evicted_seq=seq).execution_options(synchronize_session=False))
+    return session.scalar(select(func.count(Signature.item_pk.distinct())).where(
+        Signature.version_id.in_(versions), Signature.evicted_seq == seq)) or 0
+
+
+def restore_evicted(session: Session) -> int:
+    """Every evicted signature back in the candidate indexes (as written by this write, so
+    that indexes catch up with it): the windows changed, and the next eviction takes out
+    what their new horizon leaves behind. Returns how many."""
+    seq = session.info.get("write_seq")
+    if seq is None:
+        raise RuntimeError("signatures are restored under the store's write lock (store.locks.take_write_lock)")
+    return session.execute(update(Signature).where(Signature.evicted_seq.is_not(None))
+                           .values(evicted_seq=None, seq=seq).execution_options(synchronize_session=False)
+                           ).rowcount or 0
 
 
 def load_signatures(session: Session, kind: str, version: str,
                     pks: list[int] | None = None) -> dict[int, bytes]:
-    """{item pk: value} of one signature kind and version, for these items (all if None);
-    signatures of any other version are never returned, so they are never compared.
+    """{item pk: value} of one signature kind and version, for these items (if None: all
+    that the candidate indexes hold, the evicted left out); signatures of any other version
+    are never returned, so they are never compared.
 
     Every candidate pair is scored with every signal, so this runs for thousands of pks
     per chunk and kind: a kind the store holds none of (pictures in a text corpus) is
@@ -111,7 +166,8 @@ def load_signatures(session: Session, kind: str, version: str,
     if vid is None:
         return {}
     if pks is None:
-        query = select(Signature.item_pk, Signature.value).where(Signature.version_id == vid)
+        query = select(Signature.item_pk, Signature.value).where(Signature.version_id == vid,
+                                                                 Signature.evicted_seq.is_(None))
         return dict(session.execute(query).all())
     if not pks or (len(pks) > 16 and not session.scalar(select(Signature.item_pk).where(
             Signature.version_id == vid).limit(1))):
@@ -190,7 +246,7 @@ def move_signatures(session: Session, kind: str, to_kind: str, version: str, lim
         session.execute(delete(Signature).where(Signature.kind == to_kind, Signature.item_pk.in_(pks)))
         session.execute(update(Signature).where(Signature.kind == kind, Signature.item_pk.in_(pks))
                         .values(kind=to_kind, version_id=version_id(session, to_kind, version, create=True),
-                                seq=seq))
+                                seq=seq, evicted_seq=None))
     return len(pks)
 
 
