@@ -15,6 +15,7 @@ import threading
 import time
 from collections import Counter
 from contextlib import ExitStack
+from dataclasses import replace
 from functools import partial
 from datetime import datetime
 from pathlib import Path
@@ -35,7 +36,7 @@ from .input.sources import (
     read_manifest,
 )
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
-from .pipeline import windows
+from .pipeline import thresholds, windows
 from .pipeline.delete import DeleteReport, Selection, delete_chosen, delete_items, meta_matches
 from .pipeline import stream as streaming
 from .pipeline.ingest import ChunkHook, Engine, IngestReport, Searched, local_engine, run_ingest
@@ -55,6 +56,7 @@ from .signals.base import Signal
 from .signals.exact_keys import ExactKeys
 from .signals.scorer import PairScorer, fusion_of
 from .store import items as stored_items
+from .store import thresholds as stored_thresholds
 from .store import queries
 from .store.db import open_store, resolve_url
 from .store.errors import NoStore, StoreError, explain, shown_url
@@ -237,22 +239,33 @@ class Platform:
             batches = streaming.batches(lines, self.settings.stream_batch, self.settings.stream_batch_seconds,
                                      idle, stopped)
             engine = streaming.StreamEngine(batches, root, self.settings, self.sessions, id_prefix)
-            said = streaming.Decisions(engine, self.settings, write, None if source == "-" else name, out_bytes,
-                                       after=self._expiring(EXPIRE_EVERY))
+            said = streaming.Decisions(engine, self.settings, write, None if source == "-" else name, out_bytes)
+            said.after = self._after_batch(said, EXPIRE_EVERY)
             report = self._run(engine, name, None, progress, hook=said)
         report.engine = {"name": "stream", "decisions": said.counts}
         return report
 
-    def _expiring(self, seconds: float) -> Callable[[], None]:
-        """What a stream runs after each batch: `expire`, at most once in `seconds`."""
+    def _after_batch(self, said: streaming.Decisions, seconds: float) -> Callable[[], None]:
+        """What a stream runs after each batch: adaptive thresholds brought up to date
+        (the next batch's decisions read them), and `expire` at most once in `seconds`."""
         last = time.monotonic()
 
         def run() -> None:
             nonlocal last
+            if self._adapt():
+                said.settings = self.settings
             if time.monotonic() - last >= seconds:
                 self.expire()
                 last = time.monotonic()
         return run
+
+    def _adapt(self) -> dict[str, float]:
+        """New adaptive cut-offs where they are due (pipeline/thresholds.py), put in force
+        here; {pair kind: cut-off} of the new ones."""
+        made = thresholds.adapt(self.sessions, self.settings)
+        if made:
+            self._load_fusion()
+        return {row["kind"]: row["cutoff"] for row in made}
 
     def _refuse_taken(self, folder: Path, ids: list[str], source: str) -> None:
         with self.sessions() as session:
@@ -293,6 +306,7 @@ class Platform:
         if ray:
             report.engine = {"name": "ray", **engine.summary}
         report.expired = len(self.expire(progress=progress).ids)
+        report.adapted = self._adapt()
         return report
 
     def searched(self, name: str, pks: np.ndarray, among: np.ndarray, on: Iterable[str] = ()) -> Searched:
@@ -330,6 +344,7 @@ class Platform:
         with self.sessions() as session:
             self.settings = with_fusion(self._configured, active_fusion(session),
                                         {s.name: s.settings_type for s in self._signals})
+        self.settings = replace(self.settings, adapted=thresholds.in_force(self.sessions, self.settings))
         self._scorer.settings = self.settings
 
     # --- learning ----------------------------------------------------------------------
@@ -517,6 +532,15 @@ class Platform:
                  "resolved": f.resolved_at is not None}
                 for f in queries.failures(session, include_resolved)
             ]
+
+    def thresholds(self) -> list[dict[str, Any]]:
+        """Every medium tier cut-off adaptive thresholds computed (pipeline/thresholds.py),
+        oldest first, each with the scores it came from; the latest of each pair kind is
+        in force while `thresholds = "adaptive"`."""
+        with self.sessions() as session:
+            return [{"kind": r.kind, "through_item": r.through_pk, "pairs": r.pairs, "mean": round(r.mean, 4),
+                     "std": round(r.std, 4), "cutoff": round(r.cutoff, 4),
+                     "at": as_utc(r.created_at).isoformat()} for r in stored_thresholds.history(session)]
 
     def stats(self) -> dict[str, Any]:
         with self.sessions() as session:

@@ -395,6 +395,16 @@ class Settings:
     # before at once, with no re-ingest. 0.5 is where every signal's calibration puts even
     # odds of a duplicate (SignalSettings): below it a pair is more likely distinct.
     pair_floor: float = setting(0.5, Number(float, 0, 1))
+    # "adaptive" (pipeline/thresholds.py): each content signal's pairs (by their kind) get
+    # a medium tier of their own, the mean less `adaptive_sigmas` standard deviations of
+    # the scores of that kind's pairs (weak or above) among the last `adaptive_every`
+    # items, never under `adaptive_floor` nor tier_weak, never over tier_strong; recomputed
+    # as items arrive, each cut-off kept in the store's history. The strong tier stays
+    # fixed: what merges without review is a person's decision.
+    thresholds: str = setting("fixed", Choice(("fixed", "adaptive")))
+    adaptive_every: int = setting(1000, COUNT)
+    adaptive_floor: float = setting(0.6, SCORE)
+    adaptive_sigmas: float = setting(2.0, POSITIVE)
 
     # Input limits: past these an item fails with a reason instead of exhausting memory.
     max_file_bytes: int = setting(256 * 1024 * 1024, COUNT)
@@ -512,6 +522,9 @@ class Settings:
     # Each signal's settings by name, filled in by `load_settings` for every registered
     # signal; a signal missing here (Settings() in a test) runs on its defaults.
     signals: Mapping[str, SignalSettings] = field(default_factory=dict)
+    # {pair kind: medium tier} in force under `thresholds = "adaptive"`, read from the store
+    # (not configured): the latest cut-off of each kind that has one.
+    adapted: Mapping[str, float] = field(default_factory=dict)
 
     CROSS_CHECKS: ClassVar[tuple[Cross, ...]] = (
         (("tier_weak", "tier_medium", "tier_strong"), lambda w, m, s: w <= m <= s,
@@ -540,16 +553,22 @@ class Settings:
         return dataclasses.replace(self, signals=signals)
 
     @property
-    def tier_thresholds(self) -> tuple[tuple[str, float], ...]:
+    def tier_thresholds(self) -> tuple[tuple[str, float | dict[str, float]], ...]:
         """The tiers with their lowest scores, strongest first. A pair's tier is the first
         whose threshold its score reaches (none below the weak one), derived whenever a pair
         is read (store/pairs.py `tier_of`), never stored: a change of tiers applies to every
-        stored pair at once."""
-        return (("strong", self.tier_strong), ("medium", self.tier_medium), ("weak", self.tier_weak))
+        stored pair at once. Under adaptive thresholds the medium tier's lowest score is
+        {pair kind: score, "*": for the other kinds}."""
+        medium: float | dict[str, float] = self.tier_medium
+        if self.thresholds == "adaptive" and self.adapted:
+            medium = {**self.adapted, "*": self.tier_medium}
+        return (("strong", self.tier_strong), ("medium", medium), ("weak", self.tier_weak))
 
-    def tier(self, score: float) -> str | None:
-        """The tier a fused score falls in, or None below the weak threshold."""
-        return next((name for name, lowest in self.tier_thresholds if score >= lowest), None)
+    def tier(self, score: float, kind: str | None = None) -> str | None:
+        """The tier a fused score of a pair of `kind` falls in, or None below the weak
+        threshold."""
+        return next((name for name, lowest in self.tier_thresholds
+                     if score >= (lowest.get(kind, lowest["*"]) if isinstance(lowest, dict) else lowest)), None)
 
     def window_of(self, class_name: str | None) -> Window:
         """A content class's window and retention: its own, else those of "*"."""
@@ -578,6 +597,12 @@ def tiers_at_least(min_tier: str) -> tuple[str, ...]:
     return TIERS[: TIERS.index(min_tier) + 1]
 
 
+# Settings fields that config.toml and the environment do not set: each signal's settings
+# (read from [signals.<name>] tables into their own classes) and the adaptive medium tiers
+# (read from the store).
+NOT_CONFIGURED = ("signals", "adapted")
+
+
 def load_settings(home: Path, signal_kinds: Mapping[str, type[SignalSettings]],
                   content: Collection[str] = ()) -> Settings:
     """Defaults, overridden by `<home>/config.toml` and then by environment variables:
@@ -599,7 +624,7 @@ def load_settings(home: Path, signal_kinds: Mapping[str, type[SignalSettings]],
             raise SettingsError(f"{path}: [signals.{name}] must be a table of settings, "
                                 f"not {_show(table)}")
     _read_legacy(path, values, tables, signal_kinds)
-    known = {f.name for f in dataclasses.fields(Settings) if f.name != "signals"}
+    known = {f.name for f in dataclasses.fields(Settings) if f.name not in NOT_CONFIGURED}
     unknown = set(values) - known
     if unknown:
         raise SettingsError(f"{path}: unknown settings {', '.join(sorted(unknown))}")

@@ -232,6 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="table for people (default), json for scripts")
 
+    p = command("thresholds", "the medium tier each pair kind got under adaptive thresholds, and its history")
+    p.add_argument("--format", choices=("table", "json"), default="table",
+                   help="table for people (default), json for scripts")
+
     p = command("report", "a self-contained HTML report of clusters and the review queue")
     p.add_argument("--out", required=True, help="the HTML file to write")
     p.add_argument("--max-pairs", type=int, default=DEFAULT_MAX_PAIRS,

@@ -217,6 +217,19 @@ def cmd_stats(platform: Platform, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_thresholds(platform: Platform, args: argparse.Namespace) -> int:
+    history = platform.thresholds()
+    if args.format == "json":
+        print_json(history, indent=2)
+        return 0
+    mode = platform.settings.thresholds
+    print_table(["kind", "through item", "pairs", "mean", "sd", "medium tier", "at"],
+                [[r["kind"], str(r["through_item"]), str(r["pairs"]), f"{r['mean']:.3f}", f"{r['std']:.3f}",
+                  f"{r['cutoff']:.3f}", r["at"]] for r in history],
+                f"adaptive medium tiers ({mode} thresholds in force; fixed medium {platform.settings.tier_medium})")
+    return 0
+
+
 def cmd_report(platform: Platform, args: argparse.Namespace) -> int:
     summary = platform.report(args.out, max_pairs=args.max_pairs,
                               max_clusters=args.max_clusters, root=args.root)
@@ -240,7 +253,7 @@ def cmd_retrain(platform: Platform, args: argparse.Namespace) -> int:
 
 COMMANDS = {"ingest": cmd_ingest, "delete": cmd_delete, "expire": cmd_expire, "pairs": cmd_pairs, "clusters": cmd_clusters,
             "label": cmd_label, "failures": cmd_failures, "query": cmd_query, "serve": cmd_serve,
-            "stats": cmd_stats, "report": cmd_report, "labels": cmd_labels,
+            "stats": cmd_stats, "thresholds": cmd_thresholds, "report": cmd_report, "labels": cmd_labels,
             "review": cmd_review, "retrain": cmd_retrain}
 
 

@@ -58,6 +58,7 @@ class IngestReport:
     chunks: int = 0  # transactions committed
     searched: int = 0  # items searched for pairs after their chunks were written
     expired: int = 0  # items deleted at the end, past their class's retention
+    adapted: dict[str, float] = field(default_factory=dict)  # new medium tiers by pair kind (adaptive)
     # The engine that read and extracted, and what it says of its work (the ray engine:
     # blocks, records, CPUs, GPUs encoding pictures, seconds, and values extracted on the
     # workers by signal).
@@ -74,6 +75,8 @@ class IngestReport:
             text += " (failures: " + ", ".join(f"{r} {n}" for r, n in self.failures.most_common()) + ")"
         if self.expired:
             text += f"; {self.expired} items past their retention deleted"
+        if self.adapted:
+            text += "; medium tier adapted: " + ", ".join(f"{k} {v:.3f}" for k, v in sorted(self.adapted.items()))
         for name, cut in self.capped.items():
             text += (f"; {name}: {cut['searches']} searches met max_candidates_per_item "
                      f"({cut['dropped']} candidates dropped, {cut['passed over']} bucket entries not read)")
@@ -84,7 +87,7 @@ class IngestReport:
                 "unchanged": self.unchanged, "failed": self.failed,
                 "failures": dict(self.failures), "exact_pairs": self.exact_pairs,
                 "near_pairs": self.near_pairs, "chunks": self.chunks, "searched": self.searched,
-                "expired": self.expired,
+                "expired": self.expired, "adapted": self.adapted,
                 "engine": self.engine, "capped": {name: dict(cut) for name, cut in self.capped.items()}}
 
     def add_capped(self, name: str, cut: Counter[str]) -> None:

@@ -266,13 +266,14 @@ def decisions(session: Session, settings: Settings, chunk: list[Entry], extracte
             # A pair of two items of this batch is said of the later one.
             mine = [p for p in found.get(pk, []) if not (p[0] in batch and p[0] > pk)]
             exact = [p for p in mine if p[3]]
-            near = [p for p in mine if settings.tier(p[2]) is not None]
+            near = [p for p in mine if settings.tier(p[2], p[4]) is not None]
             if exact:
                 best = min(exact, key=lambda p: p[0])
                 line.update(status="duplicate", of=best[1], score=1.0, tier=settings.tier(1.0))
             elif near:
                 best = max(near, key=lambda p: (p[2], -p[0]))
-                line.update(status="near-duplicate", of=best[1], score=round(best[2], 4), tier=settings.tier(best[2]))
+                line.update(status="near-duplicate", of=best[1], score=round(best[2], 4),
+                            tier=settings.tier(best[2], best[4]))
         out.append(line)
     return out
 

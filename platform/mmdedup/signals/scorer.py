@@ -93,7 +93,7 @@ class PairScorer:
                        and r["a_pk"] in held and r["b_pk"] in held]
         delete_pairs(session, stale)
         insert_pairs(session, records, self.version())
-        return [(r["a_pk"], r["b_pk"]) for r in records if self.settings.tier(r["score"]) is not None]
+        return [(r["a_pk"], r["b_pk"]) for r in records if self.settings.tier(r["score"], r["kind"]) is not None]
 
     def signals_of(self, session: Session, pairs: np.ndarray) -> list[dict[str, float]]:
         """Every signal's score of each pair (absent signals left out), without writing:

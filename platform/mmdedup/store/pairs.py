@@ -11,7 +11,7 @@ as the weak tier is lowered to them.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from sqlalchemy import ColumnElement, Result, and_, case, delete, false, insert, null, or_, select, tuple_
@@ -23,20 +23,32 @@ from .schema import Pair, utcnow
 EXACT_VERSION = "exact"
 
 # The tiers in force, strongest first, each with the lowest score it takes
-# (`Settings.tier_thresholds`).
-Thresholds = Sequence[tuple[str, float]]
+# (`Settings.tier_thresholds`): a score, or {pair kind: score, "*": the other kinds'}.
+Thresholds = Sequence[tuple[str, float | Mapping[str, float]]]
 
 
 def tier_of(thresholds: Thresholds) -> ColumnElement[Any]:
     """A stored pair's tier as SQL: the first tier whose threshold its score reaches, NULL
     below the weak one (`Settings.tier` is the same rule on one score)."""
-    return case(*((Pair.score >= lowest, name) for name, lowest in thresholds), else_=null())
+    return case(*((Pair.score >= _bound(lowest), name) for name, lowest in thresholds), else_=null())
+
+
+def _bound(lowest: float | Mapping[str, float]) -> Any:
+    """A tier's lowest score as SQL: a number, or one by the pair's kind."""
+    if not isinstance(lowest, Mapping):
+        return lowest
+    by_kind = [(Pair.kind == kind, value) for kind, value in sorted(lowest.items()) if kind != "*"]
+    return case(*by_kind, else_=lowest["*"]) if by_kind else lowest["*"]
+
+
+def _least(lowest: float | Mapping[str, float]) -> float:
+    return min(lowest.values()) if isinstance(lowest, Mapping) else lowest
 
 
 def in_tiers(thresholds: Thresholds, tiers: Sequence[str]) -> ColumnElement[bool]:
     """Pairs in these tiers. The bound on the score alone lets the index on it narrow the
     scan; the tier test keeps out the tiers between the ones asked for."""
-    lowest = min((t for name, t in thresholds if name in tiers), default=None)
+    lowest = min((_least(t) for name, t in thresholds if name in tiers), default=None)
     if lowest is None:
         return false()
     return and_(Pair.score >= lowest, tier_of(thresholds).in_(list(tiers)))
@@ -45,7 +57,7 @@ def in_tiers(thresholds: Thresholds, tiers: Sequence[str]) -> ColumnElement[bool
 def tiered(thresholds: Thresholds) -> ColumnElement[bool]:
     """Pairs that have a tier: the ones stored between `pair_floor` and the weak tier do
     not, and are shown nowhere as pairs."""
-    return Pair.score >= min(lowest for _, lowest in thresholds)
+    return Pair.score >= min(_least(lowest) for _, lowest in thresholds)
 
 
 def pair_columns(thresholds: Thresholds) -> tuple[Any, ...]:

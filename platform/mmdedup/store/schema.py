@@ -345,6 +345,23 @@ class DocFreq(Base):
     df: Mapped[int] = mapped_column(BigInteger)
 
 
+class AdaptedThreshold(Base):
+    """A medium tier cut-off that adaptive thresholds computed for one pair kind
+    (pipeline/thresholds.py), from the scores of that kind's pairs among the items up to
+    `through_pk`: the latest of each kind is in force, the rest is its history."""
+
+    __tablename__ = "adapted_thresholds"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[str] = mapped_column(String(64), index=True)
+    through_pk: Mapped[int] = mapped_column(BigInteger)
+    pairs: Mapped[int] = mapped_column(Integer)  # the scores it was computed from
+    mean: Mapped[float] = mapped_column(Float)
+    std: Mapped[float] = mapped_column(Float)
+    cutoff: Mapped[float] = mapped_column(Float)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class StoreState(Base):
     """Named counters of the store; "writes" numbers the transactions that held the
     write lock (store/locks.py), and each signature carries the number of its write."""

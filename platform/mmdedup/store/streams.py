@@ -24,15 +24,15 @@ def save_cursor(session: Session, source: str, inode: int, offset: int, line: in
                     .on_conflict_do_update(index_elements=["source"], set_=values))
 
 
-def partners(session: Session, pks: Sequence[int]) -> dict[int, list[tuple[int, str, float, bool]]]:
-    """{pk: [(the other item's pk and id, score, whether it is an exact copy)]} of the
-    stored pairs of these items."""
-    out: dict[int, list[tuple[int, str, float, bool]]] = {pk: [] for pk in pks}
+def partners(session: Session, pks: Sequence[int]) -> dict[int, list[tuple[int, str, float, bool, str]]]:
+    """{pk: [(the other item's pk and id, score, whether it is an exact copy, kind)]} of
+    the stored pairs of these items."""
+    out: dict[int, list[tuple[int, str, float, bool, str]]] = {pk: [] for pk in pks}
     for start in range(0, len(pks), 5000):
         part = list(pks[start:start + 5000])
         for mine, other in ((Pair.a_pk, Pair.b_pk), (Pair.b_pk, Pair.a_pk)):
-            for pk, other_pk, score, version, other_id in session.execute(
-                    select(mine, other, Pair.score, Pair.model_version, Item.id)
+            for pk, other_pk, score, version, other_id, kind in session.execute(
+                    select(mine, other, Pair.score, Pair.model_version, Item.id, Pair.kind)
                     .join(Item, Item.pk == other).where(mine.in_(part))).all():
-                out[pk].append((other_pk, other_id, score, version == EXACT_VERSION))
+                out[pk].append((other_pk, other_id, score, version == EXACT_VERSION, kind))
     return out
