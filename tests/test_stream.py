@@ -174,3 +174,42 @@ def test_a_restart_completes_the_out_file_and_leaves_one_it_did_not_count(tmp_pa
         assert complete_out(out, cursor) == len(done + last) and out.read_text() == done + last
     out.write_text("")  # not the file the cursor counted (a new one): left as it is
     assert complete_out(out, cursor) == 0 and out.read_text() == ""
+
+
+def test_two_streams_on_one_store_find_each_others_duplicates(home: Path, db_url: str) -> None:
+    """Two stream processes at once, each given the originals of half the stories and
+    edited copies of the other half: every copy is paired with its original, whichever
+    process wrote it, and exactly one of the two decision lines of each pair names the
+    other item (the one written second; the first had nothing to find yet). Each batch
+    searches what the other process committed before it (the store is the shared window)."""
+    rng = random.Random(5)
+    vocabulary = [f"w{n}" for n in range(4000)]
+    stories = [[rng.choice(vocabulary) for _ in range(60)] for _ in range(40)]
+
+    def copy(i: int) -> dict:
+        words = list(stories[i])
+        words[(7 * i) % 60] = "edited"
+        return {"id": f"copy{i}", "text": " ".join(words)}
+
+    halves = [[{"id": f"orig{i}", "text": " ".join(stories[i])} for i in range(0, 20)] + [copy(i) for i in range(20, 40)],
+              [{"id": f"orig{i}", "text": " ".join(stories[i])} for i in range(20, 40)] + [copy(i) for i in range(0, 20)]]
+    for half in halves:
+        rng.shuffle(half)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("stream_batch = 2\nstream_batch_seconds = 0.05\n")
+    with Platform.open(home, db_url):
+        pass  # (the store made once, before both start)
+    procs = [run_stream(home, db_url, "-", stdin="") for _ in halves]
+    for proc, half in zip(procs, halves):
+        proc.stdin.write("".join(json.dumps(r) + "\n" for r in half))
+        proc.stdin.close()
+    said = []
+    for proc in procs:
+        assert proc.wait(timeout=300) == 0, proc.stderr.read()
+        said += [json.loads(line) for line in proc.stdout.read().splitlines()]
+    found = pairs_by_ids(home, db_url)
+    for i in range(40):
+        assert tuple(sorted((f"orig{i}", f"copy{i}"))) in found
+        named = [d for d in said if (d["id"], d["of"]) in ((f"orig{i}", f"copy{i}"), (f"copy{i}", f"orig{i}"))]
+        assert len(named) == 1 and named[0]["status"] == "near-duplicate"
+    assert len(said) == 80
