@@ -17,7 +17,8 @@ from pathlib import Path
 
 from helpers import pairs_by_ids, wait_for
 from mmdedup import Platform
-from mmdedup.pipeline.stream import Line, batches, read_lines
+from mmdedup.input.lines import Line, read_lines
+from mmdedup.pipeline.stream import batches
 
 STORIES = [
     "the river rose overnight and the old bridge at the mill was closed to all traffic until engineers can inspect it",

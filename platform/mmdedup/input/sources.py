@@ -17,6 +17,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from ..config import Settings
+from .lines import SKIP_BLOCK, read_lines
 from .items import (
     HTML_EXTENSIONS,
     IMAGE_EXTENSIONS,
@@ -119,28 +120,18 @@ def count_manifest_lines(path: Path, settings: Settings) -> int:
                if raw is None or raw.strip())
 
 
-_SKIP_BLOCK = 1 << 20
-
-
 def _manifest_lines(path: Path, limit: int, span: Span | None = None
                     ) -> Iterator[tuple[int, bytes | None, int]]:
-    """(line number, the line's bytes or None when it is over `limit` bytes, its size).
-    A line is read only up to the limit; the rest of a longer one is skipped a block at a
-    time, so a 1 GB line costs no more memory than the limit."""
+    """(line number, the line's bytes or None when it is over `limit` bytes, its size)
+    of the manifest, or of its `span` (input/lines.py reads them)."""
     with path.open("rb") as fh:
-        line_no, end = 0, None
         if span is not None:
             fh.seek(span.start)
-            line_no, end = span.first_line - 1, span.end
-        while (end is None or fh.tell() < end) and (raw := fh.readline(limit + 1)):
-            line_no += 1
-            if len(raw) <= limit:
-                yield line_no, raw, len(raw)
-                continue
-            size = len(raw)
-            while not raw.endswith(b"\n") and (raw := fh.readline(_SKIP_BLOCK)):
-                size += len(raw)
-            yield line_no, None, size
+        lines = read_lines(fh, limit, first=0 if span is None else span.first_line - 1,
+                           offset=0 if span is None else span.start, until=None if span is None else span.end)
+        for line in lines:
+            if line is not None:
+                yield line.number, line.raw, line.size
 
 
 def manifest_spans(path: Path, lines: int) -> list[Span]:
@@ -152,7 +143,7 @@ def manifest_spans(path: Path, lines: int) -> list[Span]:
     size = count = 0
     buf_ended_line = True
     with path.open("rb") as fh:
-        while buf := fh.read(_SKIP_BLOCK):
+        while buf := fh.read(SKIP_BLOCK):
             ends = np.flatnonzero(np.frombuffer(buf, np.uint8) == 10) + size + 1
             starts.extend(ends[(-count - 1) % lines::lines].tolist())
             count += len(ends)

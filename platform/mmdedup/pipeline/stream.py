@@ -34,31 +34,19 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import Settings
 from ..input.items import Entry, InputError, LoadedItem
+from ..input.lines import Line, read_lines
 from ..input.sources import line_entry
 from ..store import streams
 from ..store.queries import pks_by_id
 from .ingest import Chunks, Extracted, PixelsWanted, Unchanged, extract_entries, keyed, stored_fingerprints
 
 _POLL = 0.1  # seconds between looks at a followed file that has not grown
-_SKIP_BLOCK = 1 << 20
-
-
-@dataclass(frozen=True)
-class Line:
-    """One record of a stream: its number, bytes (None: over the size limit), size, and
-    where the stream stands after it (a followed file's inode and byte offset)."""
-
-    number: int
-    raw: bytes | None
-    size: int
-    inode: int = 0
-    end: int = 0
 
 
 @dataclass
@@ -68,33 +56,6 @@ class Position:
     inode: int = 0
     offset: int = 0
     line: int = 0
-
-
-def read_lines(fh: IO[bytes], limit: int, more: Callable[[int], bool | None] = lambda offset: False,
-               first: int = 0, inode: int = 0, offset: int = 0) -> Iterator[Line | None]:
-    """The lines of `fh` from where it stands (line `first` and byte `offset` before it).
-    At the end of what is there, `more(offset)`: True, the file may still grow (None is
-    yielded, and a line still being written is read once it ends); False, it is complete
-    (its last line, ended or not, and stop); None, stop reading now (a line not ended is
-    left for the next run). A line over `limit` bytes is only counted, as a manifest's is."""
-    number, kept, size = first, b"", 0
-    while True:
-        raw = fh.readline(_SKIP_BLOCK)
-        if not raw:
-            going = more(offset)
-            if going:
-                yield None
-                continue
-            if size and going is not None:
-                yield Line(number + 1, kept if size <= limit else None, size, inode, offset + size)
-            return
-        size += len(raw)
-        if size <= limit:
-            kept += raw
-        if raw.endswith(b"\n"):
-            number, offset = number + 1, offset + size
-            yield Line(number, kept if size <= limit else None, size, inode, offset)
-            kept, size = b"", 0
 
 
 def follow(path: Path, start: Position, limit: int, stopped: threading.Event) -> Iterator[Line | None]:
