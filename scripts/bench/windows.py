@@ -30,6 +30,7 @@ import tempfile
 import time
 from collections import deque
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -47,15 +48,15 @@ news = { window = "7d", keep = "90d" }
 '''
 
 
-def make_days(days: int, per_day: int, seed: int = 0) -> list[list[dict]]:
-    """Each day's records; a copy's meta says which text it copies and whether that one
-    is inside the window."""
+def make_days(days: int, per_day: int, seed: int = 0) -> Iterator[list[dict]]:
+    """Each day's records, a day at a time; a copy's meta says which text it copies and
+    whether that one is inside the window. (Every text's words are kept, as 16-bit
+    indices, for the copies: two bytes a word.)"""
     rng = np.random.default_rng(seed)
     vocab = np.array(make_vocab(random.Random(seed)))
     p = 1.0 / np.arange(1, len(vocab) + 1) ** BODY_EXPONENT
     p /= p.sum()
     words: list[np.ndarray] = []
-    out = []
     for day in range(days):
         records = []
         for i in range(per_day):
@@ -78,11 +79,10 @@ def make_days(days: int, per_day: int, seed: int = 0) -> list[list[dict]]:
                 edit = rng.random(len(row)) < 0.05
                 row[edit] = rng.choice(len(vocab), size=int(edit.sum()), p=p)
             else:
-                row = rng.choice(len(vocab), size=int(rng.integers(300, 401)), p=p)
+                row = rng.choice(len(vocab), size=int(rng.integers(300, 401)), p=p).astype(np.uint16)
             words.append(row)
             records.append({"id": f"d{n}", "text": " ".join(vocab[row]), "meta": meta})
-        out.append(records)
-    return out
+        yield records
 
 
 def paired(db: Path, records: list[dict]) -> tuple[int, int, int]:
