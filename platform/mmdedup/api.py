@@ -36,7 +36,7 @@ from .input.sources import (
     read_manifest,
 )
 from .learn.retrain import Job, RetrainReport, active_fusion, with_fusion  # noqa: F401
-from .pipeline import thresholds, windows
+from .pipeline import thresholds as adaptive, windows
 from .pipeline.delete import DeleteReport, Selection, delete_chosen, delete_items, meta_matches
 from .pipeline import stream as streaming
 from .pipeline.ingest import ChunkHook, Engine, IngestReport, Searched, local_engine, run_ingest
@@ -262,7 +262,7 @@ class Platform:
     def _adapt(self) -> dict[str, float]:
         """New adaptive cut-offs where they are due (pipeline/thresholds.py), put in force
         here; {pair kind: cut-off} of the new ones."""
-        made = thresholds.adapt(self.sessions, self.settings)
+        made = adaptive.adapt(self.sessions, self.settings)
         if made:
             self._load_fusion()
         return {row["kind"]: row["cutoff"] for row in made}
@@ -344,7 +344,7 @@ class Platform:
         with self.sessions() as session:
             self.settings = with_fusion(self._configured, active_fusion(session),
                                         {s.name: s.settings_type for s in self._signals})
-        self.settings = replace(self.settings, adapted=thresholds.in_force(self.sessions, self.settings))
+        self.settings = replace(self.settings, adapted=adaptive.in_force(self.sessions, self.settings))
         self._scorer.settings = self.settings
 
     # --- learning ----------------------------------------------------------------------

@@ -77,14 +77,12 @@ def evict(sessions: sessionmaker[Session], settings: Settings) -> int:
     with sessions.begin() as session:
         take_write_lock(session)
         known = state(session, SPAN_STATE)
-        restored = 0
         if known is not None and known != _whole(span):
-            restored = restore_evicted(session)
+            restore_evicted(session)
             known = None
         cut = horizon(session, settings)
         if not math.isfinite(cut):
-            if known is not None or restored:
-                set_state(session, SPAN_STATE, _whole(span))
+            set_state(session, SPAN_STATE, _whole(span))
             return 0
         last = state(session, HORIZON_STATE) if known is not None else None
         since = None if last is None else datetime.fromtimestamp(last, timezone.utc)

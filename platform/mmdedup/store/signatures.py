@@ -73,14 +73,21 @@ def replace_signatures(session: Session, kind: str, version: str,
     rows = [(int(pk), value) for pk, value in rows]
     if not rows:
         return
-    seq = session.info.get("write_seq")
-    if seq is None:
-        raise RuntimeError("signatures are written under the store's write lock (store.locks.take_write_lock)")
+    seq = _write_seq(session, "written")
     if not fresh:
         session.execute(delete(Signature).where(Signature.kind == kind,
                                                 Signature.item_pk.in_([pk for pk, _ in rows])))
     insert_rows(session, Signature, ("item_pk", "value"), rows,
                 {"kind": kind, "version_id": version_id(session, kind, version, create=True), "seq": seq})
+
+
+def _write_seq(session: Session, verb: str) -> int:
+    """The number of the write this transaction holds the lock for; signatures change only
+    under it."""
+    seq = session.info.get("write_seq")
+    if seq is None:
+        raise RuntimeError(f"signatures are {verb} under the store's write lock (store.locks.take_write_lock)")
+    return seq
 
 
 def signatures_since(session: Session, kind: str, version: str, seq: int) -> dict[int, bytes]:
@@ -122,9 +129,7 @@ def evict_signatures(session: Session, before: datetime, since: datetime | None,
     after `since` (None: any), where the horizon moved since the last eviction, and those
     written after write `written_after` (the last eviction's): items that arrived late, or
     were signed again, behind the horizon. Returns how many items were taken out."""
-    seq = session.info.get("write_seq")
-    if seq is None:
-        raise RuntimeError("signatures are evicted under the store's write lock (store.locks.take_write_lock)")
+    seq = _write_seq(session, "evicted")
     moved = select(Item.pk).where(Item.item_time < before)
     if since is not None:
         moved = moved.where(Item.item_time >= since)
@@ -145,9 +150,7 @@ def restore_evicted(session: Session) -> int:
     """Every evicted signature back in the candidate indexes (as written by this write, so
     that indexes catch up with it): the windows changed, and the next eviction takes out
     what their new horizon leaves behind. Returns how many."""
-    seq = session.info.get("write_seq")
-    if seq is None:
-        raise RuntimeError("signatures are restored under the store's write lock (store.locks.take_write_lock)")
+    seq = _write_seq(session, "restored")
     return session.execute(update(Signature).where(Signature.evicted_seq.is_not(None))
                            .values(evicted_seq=None, seq=seq).execution_options(synchronize_session=False)
                            ).rowcount or 0
@@ -235,9 +238,7 @@ def move_signatures(session: Session, kind: str, to_kind: str, version: str, lim
     Rows are picked in the (version, write) index's order, not by item pk: moved rows leave
     the version, so each batch is the index's first `limit` entries, where ordering by pk
     would sort every row still to move, each step."""
-    seq = session.info.get("write_seq")
-    if seq is None:
-        raise RuntimeError("signatures are written under the store's write lock (store.locks.take_write_lock)")
+    seq = _write_seq(session, "written")
     vid = version_id(session, kind, version)
     if vid is None:
         return 0
