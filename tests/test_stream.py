@@ -183,6 +183,11 @@ def test_two_streams_on_one_store_find_each_others_duplicates(home: Path, db_url
     process wrote it, and exactly one of the two decision lines of each pair names the
     other item (the one written second; the first had nothing to find yet). Each batch
     searches what the other process committed before it (the store is the shared window)."""
+    two_streams_find_each_others_duplicates(home, db_url, "")
+
+
+def two_streams_find_each_others_duplicates(home: Path, db_url: str, config: str) -> list[dict]:
+    """The test above on a store with this configuration added; the decision lines."""
     rng = random.Random(5)
     vocabulary = [f"w{n}" for n in range(4000)]
     stories = [[rng.choice(vocabulary) for _ in range(60)] for _ in range(40)]
@@ -197,7 +202,7 @@ def test_two_streams_on_one_store_find_each_others_duplicates(home: Path, db_url
     for half in halves:
         rng.shuffle(half)
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text("stream_batch = 2\nstream_batch_seconds = 0.05\n")
+    (home / "config.toml").write_text("stream_batch = 2\nstream_batch_seconds = 0.05\n" + config)
     with Platform.open(home, db_url):
         pass  # (the store made once, before both start)
     procs = [run_stream(home, db_url, "-", stdin="") for _ in halves]
@@ -214,3 +219,4 @@ def test_two_streams_on_one_store_find_each_others_duplicates(home: Path, db_url
         named = [d for d in said if (d["id"], d["of"]) in ((f"orig{i}", f"copy{i}"), (f"copy{i}", f"orig{i}"))]
         assert len(named) == 1 and named[0]["status"] == "near-duplicate"
     assert len(said) == 80
+    return said

@@ -60,7 +60,7 @@ from .store import thresholds as stored_thresholds
 from .store import queries
 from .store.db import open_store, resolve_url
 from .store.errors import NoStore, StoreError, explain, shown_url
-from .store.locks import LockBusy  # noqa: F401  (raised by retrain)
+from .store.locks import LockBusy, take_write_lock  # noqa: F401  (LockBusy: raised by retrain)
 from .store.streams import read_cursor
 
 
@@ -168,6 +168,9 @@ class Platform:
             raise ValueError(f"engine is \"local\" or \"ray\", not {engine!r}")
         if engine == "ray" and workers > 1:
             raise ValueError("workers is for the local engine: the ray engine uses the cluster's cores")
+        if engine == "ray" and self.settings.window_store:
+            raise ValueError("window_store is for the local engine: the ray engine's workers search "
+                             "the index files, not a window in Redis")
         if isinstance(source, (str, Path)):
             path = Path(source)
             if path.is_dir() or (path.is_file() and path.suffix.lower() != ".jsonl"):
@@ -427,7 +430,10 @@ class Platform:
         (pipeline/delete.py). Ids the store does not hold are reported, not an error:
         deleting twice deletes nothing more. `dry_run`: only say what would go."""
         selection = Selection(tuple(ids), dict(meta or {}), before)
-        return delete_items(self.sessions, self._scorer, selection, dry_run=dry_run, progress=progress)
+        report = delete_items(self.sessions, self._scorer, selection, dry_run=dry_run, progress=progress)
+        if not dry_run:
+            self._catch_up_windows()
+        return report
 
     def expire(self, *, dry_run: bool = False, progress: bool = False) -> DeleteReport:
         """Take the items behind every class's window out of the candidate indexes, and
@@ -438,7 +444,18 @@ class Platform:
             ids = windows.expired(session, self.settings)
         report = delete_chosen(self.sessions, self._scorer, ids, [], dry_run=dry_run, progress=progress)
         report.evicted = evicted
+        if not dry_run:
+            self._catch_up_windows()
         return report
+
+    def _catch_up_windows(self) -> None:
+        """A window shared in Redis takes out what was just deleted or evicted now, not at
+        the next batch or query that looks: its memory follows the window."""
+        for signal in (self._exact, *self._signals):
+            if signal.in_window and signal.version() is not None:
+                with self.sessions.begin() as session:
+                    take_write_lock(session, numbered=False)
+                    signal.index(session)
 
     def pairs(self, min_tier: str = "weak") -> list[Pair]:
         """Scored pairs at or above `min_tier` under the tiers in force, best first."""

@@ -201,6 +201,24 @@ class Name:
         return 'a field name (or "" for none)'
 
 
+@dataclass(frozen=True)
+class StoreUrl:
+    """The URL of a Redis server and database, or "" for none."""
+
+    schemes: tuple[str, ...] = ("redis://", "rediss://", "unix://")
+
+    def coerce(self, value: Any) -> Any:
+        if not isinstance(value, str) or (value and not value.startswith(self.schemes)):
+            raise ValueError(value)
+        return value
+
+    def parse(self, text: str) -> Any:
+        return text
+
+    def describe(self) -> str:
+        return '"" (none) or a Redis URL (redis://HOST:PORT/DB, rediss://..., unix://PATH)'
+
+
 FOREVER = math.inf
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -518,6 +536,13 @@ class Settings:
     class_field: str = setting("", Name())
     time_field: str = setting("", Name())
     windows: Mapping[str, Window] = field(default_factory=dict, metadata={"check": Windows()})
+    # A window shared through Redis (index/redis_window.py): the exact keys and the text
+    # signal's band keys, SimHash chunk keys and b-bit rows are kept there, once, rather
+    # than in each process, so that every stream or batch process on every machine
+    # searches the same keys; the store stays the truth, and the window is rebuilt from it
+    # when Redis loses it. Each key expires two widest windows after its last write (never
+    # without a finite widest window). "": each process keeps its own indexes.
+    window_store: str = setting("", StoreUrl())
 
     # Each signal's settings by name, filled in by `load_settings` for every registered
     # signal; a signal missing here (Settings() in a test) runs on its defaults.

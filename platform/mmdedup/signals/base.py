@@ -33,12 +33,14 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import S, Settings, SignalSettings
 from ..index.cache import load_parts, read_stamp, save_cached
+from ..index.redis_window import SharedWindow, WindowSlot, connect
 from ..index.slots import distinct_pairs
 from ..input.items import LoadedItem
 from ..score.calibration import calibrate
 from ..score.pairs import SignalValues, candidate_pairs
 from ..store import unsearched
 from ..store.deletion import deleted_since, deleted_through
+from ..store.items import new_store_id, store_id
 from ..store.locks import last_write, take_write_lock
 from ..store.signatures import (
     count_signatures_through,
@@ -96,6 +98,9 @@ class Signal(Generic[V, S]):
     # chunks are written and run it on its workers (`defer`, `search_stored`): its search
     # must find a pair from either side (`once_in_pass` keeps it on one).
     searched_after: ClassVar[bool] = False
+    # Whether the signal's index can live in a shared window (`window_store`, Redis):
+    # key tables only (`shared_index`); a vector index stays in the process.
+    shared: ClassVar[bool] = False
 
     def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings, *,
                  rescore: Callable[[Session, np.ndarray], int] | None = None) -> None:
@@ -120,6 +125,12 @@ class Signal(Generic[V, S]):
         # that a signal hands over (the text signal's TF-IDF refresh signs its next batch
         # of stored texts there while the chunks in between are written).
         self.workers: Workers | None = None
+        # The shared window (index/redis_window.py), where the signal's index lives there:
+        # the slot of the index in use, and the generation it was caught up in.
+        self.window: SharedWindow | None = None
+        self._slots: dict[str, WindowSlot] = {}
+        self._shared: tuple[str, Any] | None = None  # (key prefix, the index over it)
+        self._gen: str | None = None
 
     # --- the signal's own steps ---------------------------------------------------------
 
@@ -153,6 +164,11 @@ class Signal(Generic[V, S]):
         return [batch[i] for i in rows.tolist()]
 
     def new_index(self) -> Any:
+        raise NotImplementedError
+
+    def shared_index(self, window: SharedWindow, prefix: str) -> Any:
+        """The index as `new_index` makes it, its tables kept in the shared window under
+        key `prefix` (for a `shared` signal)."""
         raise NotImplementedError
 
     def index_add(self, index: Any, pks: np.ndarray, values: Any) -> None:
@@ -203,7 +219,7 @@ class Signal(Generic[V, S]):
         if self.defer:
             unsearched.add(session, self.name, pks)
             return None
-        pairs = self.candidates(index, pks, found)
+        pairs = self.confirmed(session, lambda index: self.candidates(index, pks, found))
         return pairs if len(pairs) else None
 
     def candidates(self, index: Any, pks: np.ndarray, values: Any, among: np.ndarray | None = None) -> Pairs:
@@ -270,7 +286,7 @@ class Signal(Generic[V, S]):
     def finish(self) -> None:
         """At the end of an ingest: save the index files, caught up with the store (under
         the write lock, so that two processes saving at once never mix their files)."""
-        if self._index is not None and self._index_version is not None:
+        if self._index is not None and self._index_version is not None and not self.in_window:
             with self.sessions.begin() as session:
                 take_write_lock(session, numbered=False)  # (files only: no write of the store)
                 if self.version() == self._index_version:
@@ -285,11 +301,88 @@ class Signal(Generic[V, S]):
         stamp agrees with the store, else rebuilt from the stored signatures; then the
         signatures written since it was last caught up are added."""
         version = self.version()
+        if self.in_window:
+            return self._shared_index(session, version)
         if self._index is None or self._index_version != version:
             self._index, self._seq = self.open_index(session, version)
             self._index_version = version
         self._catch_up_index(session, version)
         return self._index
+
+    @property
+    def in_window(self) -> bool:
+        """Whether this signal's index lives in the shared window (`window_store`)."""
+        return self.shared and bool(self.settings.window_store)
+
+    def _shared_index(self, session: Session, version: str) -> Any:
+        """The index in the shared window, holding every signature the store holds: a
+        writer (holding the write lock) catches the window up with the store itself, or
+        rebuilds it when Redis lost it; a reader (a query) uses it as it is, unless it is
+        lost or behind, when it takes the lock to catch it up first."""
+        slot = self._slot(session, version)
+        if session.info.get("write_locked"):
+            return self._keep_window(session, slot, version)
+        state = slot.state()
+        if state is None or state[1] < last_write(session):
+            with self.sessions.begin() as locked:
+                take_write_lock(locked, numbered=False)
+                return self._keep_window(locked, slot, version)
+        return self._window_index(slot, version, *state)
+
+    def _slot(self, session: Session, version: str) -> WindowSlot:
+        if version not in self._slots:
+            if self.window is None:
+                ident = store_id(session)
+                if ident is None and session.info.get("write_locked"):
+                    ident = new_store_id(session)
+                elif ident is None:
+                    with self.sessions.begin() as locked:
+                        take_write_lock(locked, numbered=False)
+                        ident = new_store_id(locked)
+                self.window = SharedWindow(connect(self.settings.window_store), f"mmdedup:{ident:x}",
+                                           2 * self.settings.widest_window)
+            self._slots[version] = self.window.slot(stamp_name(self.name), self.index_stamp(version))
+        return self._slots[version]
+
+    def _window_index(self, slot: WindowSlot, version: str, gen: str, seq: int) -> Any:
+        """The index over generation `gen` of the slot (made once; `_index` may have been
+        set to an index in memory meanwhile, by a re-sign of everything)."""
+        keys = slot.keys(gen)
+        if self._shared is None or self._shared[0] != keys:
+            self._shared = (keys, self.shared_index(self.window, keys))
+        self._index, self._index_version, self._gen, self._seq = self._shared[1], version, gen, seq
+        return self._index
+
+    def _keep_window(self, session: Session, slot: WindowSlot, version: str) -> Any:
+        """Under the write lock: the window caught up with the store's writes since its
+        state's (items deleted or evicted out, others' items in), or, lost, rebuilt from
+        the store as this transaction sees it, under a new generation."""
+        state = slot.state()
+        if state is None:
+            through = last_write(session)  # (this transaction's own write, where it writes)
+            gen = slot.start()
+            index = self._window_index(slot, version, gen, -1)
+            self.rebuilt_index(session, self.name, version, index)
+        else:
+            gen, seq = state
+            index = self._window_index(slot, version, gen, seq)
+            through = self.caught_up(session, index, self.name, version, seq)
+            if through == seq:
+                return index
+        if not slot.advance(gen, through):  # (lost again meanwhile: rebuilt again)
+            return self._keep_window(session, slot, version)
+        self._seq = through
+        return index
+
+    def confirmed(self, session: Session, search: Callable[[Any], Pairs]) -> Pairs:
+        """`search(index)` of items this transaction just indexed (`indexed_write`). In a
+        shared window it is run again over a rebuilt one when Redis lost the window
+        before the search was over: what it found then may miss the window's items."""
+        while True:
+            found = search(self._index)
+            if not self.in_window or self._slots[self._index_version].state() == (self._gen, self._seq):
+                return found
+            self._keep_window(session, self._slots[self._index_version], self._index_version)
 
     def open_index(self, session: Session, version: str, kind: str | None = None) -> tuple[Any, int]:
         """The index of the signatures of `kind` (the signal's own by default; the text
@@ -322,9 +415,10 @@ class Signal(Generic[V, S]):
         through = last_write(session)  # (read first: what is written after, is caught up)
         return self.rebuilt_index(session, kind, version), through
 
-    def rebuilt_index(self, session: Session, kind: str, version: str) -> Any:
-        """An index of every stored signature of `kind` and `version` (no usable files)."""
-        index = self.new_index()
+    def rebuilt_index(self, session: Session, kind: str, version: str, index: Any = None) -> Any:
+        """An index of every stored signature of `kind` and `version` (no usable files):
+        a new one, or the empty `index` given, filled."""
+        index = self.new_index() if index is None else index
         stored = load_signatures(session, kind, version)
         if stored:
             self.index_add(index, np.fromiter(stored, np.int64, len(stored)),
@@ -354,8 +448,11 @@ class Signal(Generic[V, S]):
 
     def indexed_write(self, session: Session) -> None:
         """After this transaction added its own values to the index: the index holds
-        everything up to this write."""
+        everything up to this write. A shared window lost meanwhile is rebuilt, from the
+        store as this transaction sees it (its own writes included)."""
         self._seq = session.info["write_seq"]
+        if self.in_window and not self._slots[self._index_version].advance(self._gen, self._seq):
+            self._keep_window(session, self._slots[self._index_version], self._index_version)
 
     def index_stamp(self, version: str) -> dict[str, Any]:
         """What made the index files, which must still be what this signal runs with: the

@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 
 from ..config import SignalSettings
 from ..index.lsh import BandLSH
+from ..index.redis_window import RedisBands, SharedWindow
 from ..input.items import LoadedItem
 from ..store.items import full_keys
 from .base import Pairs, Signal
@@ -61,6 +62,7 @@ class KeyTables(NamedTuple):
 class ExactKeys(Signal[tuple[int, int], SignalSettings]):
     name = "exact"
     index_parts: ClassVar = {"content": BandLSH.load, "text": BandLSH.load}
+    shared = True
 
     def version(self) -> str:
         return VERSION
@@ -83,6 +85,9 @@ class ExactKeys(Signal[tuple[int, int], SignalSettings]):
 
     def new_index(self) -> KeyTables:
         return KeyTables(_table(), _table())
+
+    def shared_index(self, window: SharedWindow, prefix: str) -> KeyTables:
+        return KeyTables(*(RedisBands(window, f"{prefix}:{part}", 0.5, num_perm=1, params=(1, 1)) for part in "ct"))
 
     def index_from_parts(self, parts: dict[str, Any]) -> KeyTables:
         return KeyTables(parts["content"], parts["text"])

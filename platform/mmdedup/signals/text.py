@@ -47,6 +47,7 @@ from ..extract.text_sketches import (
 from ..index.bbit import BitRows, agreeing, low_bits
 from ..index.hamming import HammingIndex
 from ..index.lsh import BandLSH, optimal_params
+from ..index.redis_window import RedisBands, RedisHamming, RedisRows, SharedWindow
 from ..index.slots import distinct_pairs
 from ..input.items import LoadedItem, text_for_signals
 from ..score.pairs import candidate_pairs
@@ -155,6 +156,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     index_parts: ClassVar = {"simhash": HammingIndex.load, "lsh": BandLSH.load, "bits": BitRows.load}
     query_figures = ("wjaccard", "jaccard")
     searched_after = True
+    shared = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -224,6 +226,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         active ones, with no rebuild of the index."""
         self._signer, self._judged = signer, None
         self._index, self._index_version, self._seq = index, signer.version, seq
+        if self.in_window:  # (its window is the store's, caught up at the next look)
+            self._index = self._index_version = None
 
     def reload(self) -> bool:
         """Re-read the active TF-IDF model and word weights (a retrain or rollback changed
@@ -274,6 +278,11 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     def new_index(self) -> TextIndex:
         perms = min(self.config.lsh_perms, NUM_PERM)
         return TextIndex(HammingIndex(), BandLSH(self.config.lsh_threshold, perms), BitRows(BITS_WIDTH))
+
+    def shared_index(self, window: SharedWindow, prefix: str) -> TextIndex:
+        perms = min(self.config.lsh_perms, NUM_PERM)
+        return TextIndex(RedisHamming(window, f"{prefix}:h"), RedisBands(window, f"{prefix}:b", self.config.lsh_threshold, perms),
+                         RedisRows(window, f"{prefix}:r", BITS_WIDTH))
 
     def index_from_parts(self, parts: dict[str, Any]) -> TextIndex:
         return TextIndex(parts["simhash"], parts["lsh"], parts["bits"])
@@ -348,11 +357,11 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             found.update(load_signatures(session, NEXT_KIND, version, rest))
         return {pk: i for i, pk in enumerate(found)}, self.unpack_many(list(found.values()))
 
-    def rebuilt_index(self, session: Session, kind: str, version: str) -> TextIndex:
+    def rebuilt_index(self, session: Session, kind: str, version: str, index: Any = None) -> TextIndex:
         """As the contract's; the active index also takes the signatures of its version
         still in the second slot (a refresh switched versions and its tidy has not moved
         them all yet). Index files saved since hold them already."""
-        index = super().rebuilt_index(session, kind, version)
+        index = super().rebuilt_index(session, kind, version, index)
         extra = load_signatures(session, NEXT_KIND, version) if kind == self.name else {}
         if extra:
             pks = np.fromiter(extra, np.int64, len(extra))
@@ -467,10 +476,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
               sketches: TextSketches | None = None, search: bool = True) -> np.ndarray:
         """Sign items under the active signer into the "text" slot and the active index,
         and return candidate pairs (n, 2) with indexed items and with each other."""
-        found = self.sign_into(session, self.signer, self.name, self.index(session), pks, tokens, texts,
-                               fresh=fresh, sketches=sketches, search=search)
-        self.indexed_write(session)
-        return found
+        return self.sign_into(session, self.signer, self.name, self.index(session), pks, tokens, texts,
+                              fresh=fresh, sketches=sketches, search=search)
 
     def sign_into(self, session: Session, signer: TextSigner, kind: str, index: TextIndex,
                   pks: np.ndarray, tokens: TokenBatch | None, texts: Sequence[str | None] | None, *,
@@ -482,7 +489,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         with indexed items and with each other: the active version's signing, and a
         refresh's under its pending one (text_refresh.py). `sketches`: what `signer`
         made of them already, where they were loaded. `search` False: none returned
-        (an engine searches them after writing, `search_stored`)."""
+        (an engine searches them after writing, `search_stored`). Signed into the
+        active slot, the active index then holds this write (`indexed_write`)."""
         sk = sketches if sketches is not None else signer.sign_tokens(tokens, texts)
         replace_signatures(session, kind, signer.version,
                            ((pk, sk.pack(i)) for i, pk in enumerate(pks.tolist())), fresh=fresh)
@@ -490,6 +498,10 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         live = ~sk.empty
         pks, sk = pks[live], sk.take(live)
         self.index_add(index, pks, sk)
+        if kind == self.name:
+            self.indexed_write(session)
+            if search:
+                return self.confirmed(session, lambda index: self.candidates(index, pks, sk))
         return self.candidates(index, pks, sk) if search else np.zeros((0, 2), np.int64)
 
     def candidates(self, index: TextIndex, pks: np.ndarray, sk: TextSketches,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
 from datetime import datetime
 from typing import Any, Sequence
 
@@ -150,6 +151,24 @@ def state(session: Session, name: str) -> int | None:
 def set_state(session: Session, name: str, value: int) -> None:
     session.execute(dialect_insert(session, StoreState).values(name=name, value=value)
                     .on_conflict_do_update(index_elements=["name"], set_={"value": value}))
+
+
+STORE_ID = "store_id"
+
+
+def store_id(session: Session) -> int | None:
+    """A random number that names this store where others are named too (the keys of a
+    shared window in Redis); None until `new_store_id` set it."""
+    return state(session, STORE_ID)
+
+
+def new_store_id(session: Session) -> int:
+    """The store's id, drawn now if it has none (under the write lock)."""
+    found = state(session, STORE_ID)
+    if found is None:
+        found = secrets.randbits(48)
+        set_state(session, STORE_ID, found)
+    return found
 
 
 def _of_class(class_name: str | None, listed: Sequence[str]) -> Any:
