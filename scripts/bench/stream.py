@@ -11,7 +11,9 @@ The baseline, in the same run and at the same rate: datasketch's MinHashLSH (128
 permutations, threshold 0.5, the words of each text) with its Redis storage on
 127.0.0.1:6379, and the 7-day window kept by hand (the keys of items older than the window
 removed as time moves on), one item at a time: MinHash, query, insert. Its latency is
-the work alone (no batching). Both say which planted copies they found.
+the work alone (no batching). Both say which planted copies they found. mmdedup runs
+again with its window in Redis (`window_store`, a database of the same server): the
+client's CPU is counted, as datasketch's is, not the server's.
 
     python scripts/bench/stream.py [--items 3000] [--rate 50] [--batch-seconds 0.2 1.0]
 """
@@ -59,10 +61,11 @@ def percentiles(values: list[float]) -> str:
     return f"p50 {np.percentile(a, 50):.0f} ms, p99 {np.percentile(a, 99):.0f} ms, max {a.max():.0f} ms"
 
 
-def run_mmdedup(items: list[dict], rate: float, batch_seconds: float, tmp: Path) -> dict:
-    home, feed, out = tmp / f"home-{batch_seconds}", tmp / f"feed-{batch_seconds}.jsonl", tmp / f"out-{batch_seconds}.jsonl"
+def run_mmdedup(items: list[dict], rate: float, batch_seconds: float, tmp: Path, window_store: str = "") -> dict:
+    name = f"{batch_seconds}{'-redis' if window_store else ''}"
+    home, feed, out = tmp / f"home-{name}", tmp / f"feed-{name}.jsonl", tmp / f"out-{name}.jsonl"
     home.mkdir()
-    (home / "config.toml").write_text(CONFIG)
+    (home / "config.toml").write_text((f'window_store = "{window_store}"\n' if window_store else "") + CONFIG)
     feed.touch()
     env = {**os.environ, "MMDEDUP_STREAM_BATCH_SECONDS": str(batch_seconds)}
     proc = subprocess.Popen([MMDEDUP, "--home", str(home), "ingest", str(feed), "--follow", "--out", str(out),
@@ -145,6 +148,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=50.0, help="lines a second")
     parser.add_argument("--spacing", type=float, default=600.0, help="item time between items, seconds")
     parser.add_argument("--batch-seconds", type=float, nargs="+", default=[0.2, 1.0])
+    parser.add_argument("--window-store", default="redis://127.0.0.1:6379/3",
+                        help="also run each batch length with the window in this Redis database "
+                             "(flushed first; \"\": not)")
     args = parser.parse_args()
     items = records(args.items, args.spacing)
     copies = {r["id"] for i, r in enumerate(items) if i % 10 == 9}
@@ -156,6 +162,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for seconds in args.batch_seconds:
             rows.append((f"mmdedup --follow, batches of {seconds:g} s", run_mmdedup(items, args.rate, seconds, Path(tmp))))
+            if args.window_store:
+                import redis
+
+                client = redis.Redis.from_url(args.window_store)
+                client.flushdb()
+                run = run_mmdedup(items, args.rate, seconds, Path(tmp), args.window_store)
+                rows.append((f"mmdedup --follow, batches of {seconds:g} s, window in Redis "
+                             f"({client.info('memory')['used_memory'] / 2**20:.0f} MB used by the server, "
+                             f"{client.dbsize()} keys)", run))
     for name, r in rows:
         hit = sum(1 for k in copies if r["found"].get(k))
         print(f"{name}: latency {percentiles(r['latency'])}; CPU {r['cpu']:.1f} s "

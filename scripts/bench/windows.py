@@ -14,7 +14,10 @@ The baseline, in the same run: datasketch's MinHashLSH (128 permutations, thresh
 the words of each text) in memory, with the 7-day window kept by hand (keys older than
 the window removed as the days go by), one item at a time.
 
-    python scripts/bench/windows.py [--days 30] [--per-day 3000]
+With `--window-store redis://...` the window lives in that Redis database (flushed
+first) instead of each process's memory, and each day also says the server's memory.
+
+    python scripts/bench/windows.py [--days 30] [--per-day 3000] [--window-store URL]
 """
 
 from __future__ import annotations
@@ -130,6 +133,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--per-day", type=int, default=3000)
+    parser.add_argument("--window-store", default="", help="the window in this Redis database (flushed first)")
     parser.add_argument("--write", type=Path, help=argparse.SUPPRESS)  # (the children's work)
     parser.add_argument("--datasketch", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -152,7 +156,14 @@ def main() -> None:
               f"peak MB, texts indexed, copies inside the window paired / planted, outside paired / planted; "
               f"datasketch items/s, CPU ms/item")
         home.mkdir()
-        (home / "config.toml").write_text(CONFIG)
+        (home / "config.toml").write_text((f'window_store = "{args.window_store}"\n' if args.window_store else "")
+                                          + CONFIG)
+        server = None
+        if args.window_store:
+            import redis
+
+            server = redis.Redis.from_url(args.window_store)
+            server.flushdb()
         rates = []
         for day in range(args.days):
             manifest = folder / f"day{day}.jsonl"
@@ -165,7 +176,9 @@ def main() -> None:
             rates.append(len(records) / wall)
             print(f"day {day + 1:2d}: {len(records) / wall:6.0f} items/s, {cpu / len(records) * 1000:5.2f} ms, "
                   f"{peak:5.0f} MB, {held:7d} indexed, inside {inside}/{planted_in}, outside {outside}/{planted_out}; "
-                  f"datasketch {base[day][0]:5.0f} items/s, {base[day][1]:5.2f} ms")
+                  f"datasketch {base[day][0]:5.0f} items/s, {base[day][1]:5.2f} ms"
+                  + (f"; Redis {server.info('memory')['used_memory'] / 2**20:.0f} MB, {server.dbsize()} keys"
+                     if server is not None else ""))
         print(f"day {args.days} against day 1: mmdedup {rates[-1] / rates[0]:.2f}x, "
               f"datasketch {base[-1][0] / base[0][0]:.2f}x (items a second)")
 
