@@ -33,14 +33,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..config import S, Settings, SignalSettings
 from ..index.cache import load_parts, read_stamp, save_cached
-from ..index.redis_window import SharedWindow, WindowSlot, connect
+from ..index.redis_window import SharedWindow
 from ..index.slots import distinct_pairs
 from ..input.items import LoadedItem
 from ..score.calibration import calibrate
 from ..score.pairs import SignalValues, candidate_pairs
 from ..store import unsearched
 from ..store.deletion import deleted_since, deleted_through
-from ..store.items import new_store_id, store_id
 from ..store.locks import last_write, take_write_lock
 from ..store.signatures import (
     count_signatures_through,
@@ -49,6 +48,7 @@ from ..store.signatures import (
     replace_signatures,
     signatures_since,
 )
+from .shared_window import SharedIndex
 
 V = TypeVar("V")  # what the signal extracts from one item (codes, frames, vectors, sketches)
 
@@ -125,12 +125,8 @@ class Signal(Generic[V, S]):
         # that a signal hands over (the text signal's TF-IDF refresh signs its next batch
         # of stored texts there while the chunks in between are written).
         self.workers: Workers | None = None
-        # The shared window (index/redis_window.py), where the signal's index lives there:
-        # the slot of the index in use, and the generation it was caught up in.
-        self.window: SharedWindow | None = None
-        self._slots: dict[str, WindowSlot] = {}
-        self._shared: tuple[str, Any] | None = None  # (key prefix, the index over it)
-        self._gen: str | None = None
+        # Where the index lives in a shared window (`window_store`): signals/shared_window.py.
+        self._window: SharedIndex | None = None
 
     # --- the signal's own steps ---------------------------------------------------------
 
@@ -302,7 +298,9 @@ class Signal(Generic[V, S]):
         signatures written since it was last caught up are added."""
         version = self.version()
         if self.in_window:
-            return self._shared_index(session, version)
+            self._window = self._window or SharedIndex(self)
+            self._index, self._index_version = self._window.index(session, version), version
+            return self._index
         if self._index is None or self._index_version != version:
             self._index, self._seq = self.open_index(session, version)
             self._index_version = version
@@ -314,75 +312,13 @@ class Signal(Generic[V, S]):
         """Whether this signal's index lives in the shared window (`window_store`)."""
         return self.shared and bool(self.settings.window_store)
 
-    def _shared_index(self, session: Session, version: str) -> Any:
-        """The index in the shared window, holding every signature the store holds: a
-        writer (holding the write lock) catches the window up with the store itself, or
-        rebuilds it when Redis lost it; a reader (a query) uses it as it is, unless it is
-        lost or behind, when it takes the lock to catch it up first."""
-        slot = self._slot(session, version)
-        if session.info.get("write_locked"):
-            return self._keep_window(session, slot, version)
-        state = slot.state()
-        if state is None or state[1] < last_write(session):
-            with self.sessions.begin() as locked:
-                take_write_lock(locked, numbered=False)
-                return self._keep_window(locked, slot, version)
-        return self._window_index(slot, version, *state)
-
-    def _slot(self, session: Session, version: str) -> WindowSlot:
-        if version not in self._slots:
-            if self.window is None:
-                ident = store_id(session)
-                if ident is None and session.info.get("write_locked"):
-                    ident = new_store_id(session)
-                elif ident is None:
-                    with self.sessions.begin() as locked:
-                        take_write_lock(locked, numbered=False)
-                        ident = new_store_id(locked)
-                self.window = SharedWindow(connect(self.settings.window_store), f"mmdedup:{ident:x}",
-                                           2 * self.settings.widest_window)
-            self._slots[version] = self.window.slot(stamp_name(self.name), self.index_stamp(version))
-        return self._slots[version]
-
-    def _window_index(self, slot: WindowSlot, version: str, gen: str, seq: int) -> Any:
-        """The index over generation `gen` of the slot (made once; `_index` may have been
-        set to an index in memory meanwhile, by a re-sign of everything)."""
-        keys = slot.keys(gen)
-        if self._shared is None or self._shared[0] != keys:
-            self._shared = (keys, self.shared_index(self.window, keys))
-        self._index, self._index_version, self._gen, self._seq = self._shared[1], version, gen, seq
-        return self._index
-
-    def _keep_window(self, session: Session, slot: WindowSlot, version: str) -> Any:
-        """Under the write lock: the window caught up with the store's writes since its
-        state's (items deleted or evicted out, others' items in), or, lost, rebuilt from
-        the store as this transaction sees it, under a new generation."""
-        state = slot.state()
-        if state is None:
-            through = last_write(session)  # (this transaction's own write, where it writes)
-            gen = slot.start()
-            index = self._window_index(slot, version, gen, -1)
-            self.rebuilt_index(session, self.name, version, index)
-        else:
-            gen, seq = state
-            index = self._window_index(slot, version, gen, seq)
-            through = self.caught_up(session, index, self.name, version, seq)
-            if through == seq:
-                return index
-        if not slot.advance(gen, through):  # (lost again meanwhile: rebuilt again)
-            return self._keep_window(session, slot, version)
-        self._seq = through
-        return index
-
     def confirmed(self, session: Session, search: Callable[[Any], Pairs]) -> Pairs:
-        """`search(index)` of items this transaction just indexed (`indexed_write`). In a
-        shared window it is run again over a rebuilt one when Redis lost the window
-        before the search was over: what it found then may miss the window's items."""
-        while True:
-            found = search(self._index)
-            if not self.in_window or self._slots[self._index_version].state() == (self._gen, self._seq):
-                return found
-            self._keep_window(session, self._slots[self._index_version], self._index_version)
+        """`search(index)` of items this transaction just indexed (`indexed_write`); in a
+        shared window, run again over a rebuilt one when Redis lost the window before
+        the search was over (signals/shared_window.py)."""
+        if self._window is None:
+            return search(self._index)
+        return self._window.confirmed(session, search)
 
     def open_index(self, session: Session, version: str, kind: str | None = None) -> tuple[Any, int]:
         """The index of the signatures of `kind` (the signal's own by default; the text
@@ -451,8 +387,8 @@ class Signal(Generic[V, S]):
         everything up to this write. A shared window lost meanwhile is rebuilt, from the
         store as this transaction sees it (its own writes included)."""
         self._seq = session.info["write_seq"]
-        if self.in_window and not self._slots[self._index_version].advance(self._gen, self._seq):
-            self._keep_window(session, self._slots[self._index_version], self._index_version)
+        if self.in_window:
+            self._window.written(session, self._seq)
 
     def index_stamp(self, version: str) -> dict[str, Any]:
         """What made the index files, which must still be what this signal runs with: the
