@@ -15,8 +15,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+from sqlalchemy import text
+
 from helpers import pairs_by_ids, wait_for
 from mmdedup import Platform
+from mmdedup.extract.text_sketches import TextSigner
 from mmdedup.input.lines import Line, read_lines
 from mmdedup.pipeline.stream import batches
 
@@ -220,3 +224,55 @@ def two_streams_find_each_others_duplicates(home: Path, db_url: str, config: str
         assert len(named) == 1 and named[0]["status"] == "near-duplicate"
     assert len(said) == 80
     return said
+
+
+def test_exact_repeats_take_their_originals_signatures_and_no_decision_changes(
+        tmp_path: Path, db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream in which a third of the records repeat the text of one before (stored by
+    a batch ingest before the stream started, or by an earlier batch of it): with
+    `stream_repeats` the repeats of stored items are not signed (their original's
+    signatures are stored for them), and the decision lines, the pairs and the stored
+    signatures are those of the same stream without it."""
+    rng = random.Random(9)
+    vocabulary = [f"w{n}" for n in range(3000)]
+    before = [{"id": f"old{i}", "text": " ".join(rng.choice(vocabulary) for _ in range(50))} for i in range(20)]
+    todo: list[dict] = []
+    for i in range(90):
+        if i % 3 == 2:
+            # (a text stored before: by the batch ingest, or in an earlier batch of ten)
+            todo.append({"id": f"repeat{i}", "text": rng.choice(before + todo[: i - i % 10])["text"]})
+        elif i % 3 == 1:
+            words = rng.choice(before + todo)["text"].split()
+            words[rng.randrange(len(words))] = "edited"
+            todo.append({"id": f"edit{i}", "text": " ".join(words)})
+        else:
+            todo.append({"id": f"new{i}", "text": " ".join(rng.choice(vocabulary) for _ in range(50))})
+    signed = []
+    real = TextSigner.sign_tokens
+    monkeypatch.setattr(TextSigner, "sign_tokens", lambda self, tokens, texts=None:
+                        signed.append(len(tokens)) or real(self, tokens, texts))
+    runs = {}
+    for name, on in (("with", "true"), ("without", "false")):
+        home, feed = tmp_path / name, tmp_path / f"{name}.jsonl"
+        home.mkdir()
+        (home / "config.toml").write_text(f"stream_batch = 10\nstream_repeats = {on}\n")
+        feed.write_text("".join(json.dumps(r) + "\n" for r in todo))
+        url = db_url if on == "true" else f"sqlite:///{tmp_path / 'without.db'}"
+        with Platform.open(home, url) as p:
+            p.ingest(before)
+            signed.clear()
+            out = io.StringIO()
+            report = p.stream(feed, follow=True, out=out, idle=1.0)
+            with p.sessions() as session:
+                stored = dict(session.execute(text(
+                    "SELECT i.id, s.value FROM signatures s JOIN items i ON i.pk = s.item_pk WHERE s.kind = 'text'")).all())
+        runs[name] = (out.getvalue().splitlines(), pairs_by_ids(home, url), {k: bytes(v) for k, v in stored.items()},
+                      sum(signed), report.engine)
+    with_, without = runs["with"], runs["without"]
+    assert with_[0] == without[0] and len(with_[0]) == len(todo)
+    assert with_[1] == without[1]
+    assert with_[2] == without[2]
+    lent = with_[4]["repeats"]["given stored values"]
+    assert lent == 30 and "repeats" not in without[4]
+    assert without[3] - with_[3] == lent
+    assert sum(json.loads(line)["status"] == "duplicate" for line in with_[0]) == 30

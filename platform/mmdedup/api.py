@@ -42,6 +42,7 @@ from .pipeline import stream as streaming
 from .pipeline.ingest import ChunkHook, Engine, IngestReport, Searched, local_engine, run_ingest
 from .pipeline.ray_engine import (EngineUnavailable, RayEngine, entry_blocks, folder_blocks, manifest_blocks,
                                   take_env)
+from .pipeline.repeats import Repeats
 from .report import DEFAULT_MAX_CLUSTERS, DEFAULT_MAX_PAIRS
 from .report.write import write_pair_report, write_report
 from .results import Cluster, Match, Pair, UnknownItem
@@ -216,7 +217,8 @@ class Platform:
         a file to `follow` as it grows and is rotated, resuming after the last committed
         line when started again. Stops at the end of standard input, after `idle` seconds
         without a new line (0: never), or when `stop` is set. The report's `engine` holds
-        the decisions counted by status."""
+        the decisions counted by status, and what the exact repeats' filter did
+        (`stream_repeats`, pipeline/repeats.py)."""
         limit, stopped = self.settings.max_manifest_line_bytes, stop or threading.Event()
         with ExitStack() as closing:
             if source == "-":
@@ -241,11 +243,15 @@ class Platform:
                 write = partial(_write_flushed, out or sys.stdout)
             batches = streaming.batches(lines, self.settings.stream_batch, self.settings.stream_batch_seconds,
                                      idle, stopped)
-            engine = streaming.StreamEngine(batches, root, self.settings, self.sessions, id_prefix)
+            repeats = Repeats(self.sessions, self.settings, self._exact, self._signals) \
+                if self.settings.stream_repeats else None
+            engine = streaming.StreamEngine(batches, root, self.settings, self.sessions, id_prefix, repeats)
             said = streaming.Decisions(engine, self.settings, write, None if source == "-" else name, out_bytes)
             said.after = self._after_batch(said, EXPIRE_EVERY)
             report = self._run(engine, name, None, progress, hook=said)
         report.engine = {"name": "stream", "decisions": said.counts}
+        if repeats is not None:
+            report.engine["repeats"] = {"looked up": repeats.looked_up, "given stored values": repeats.copied}
         return report
 
     def _after_batch(self, said: streaming.Decisions, seconds: float) -> Callable[[], None]:

@@ -519,6 +519,10 @@ class Settings:
     # seconds after its first record came: the longest an item waits for its decision.
     stream_batch: int = setting(100, COUNT)
     stream_batch_seconds: float = setting(1.0, POSITIVE)
+    # A stream's exact repeats of stored items take their original's signatures instead
+    # of being signed again, found through a Bloom filter of the window's content keys
+    # (pipeline/repeats.py); the decisions are the same either way.
+    stream_repeats: bool = setting(True, Flag())
 
     # Time (pipeline/windows.py): an item's content class is the meta field `class_field`
     # ("" or absent: no class), its time the ISO time in `time_field` (else when it was

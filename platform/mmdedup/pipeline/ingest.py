@@ -286,12 +286,15 @@ Extracted = list["LoadedItem | InputError | Unchanged"]
 
 
 def extract_entries(entries: list[Entry], root: Path | None, settings: Settings,
-                    keep_pixels: bool = False, stored: Mapping[str, str] | None = None) -> Extracted:
+                    keep_pixels: bool = False, stored: Mapping[str, str] | None = None,
+                    lend: Callable[[list[LoadedItem]], None] | None = None) -> Extracted:
     """Load every entry (in a worker process or in this one) and tokenise the texts whose
     signal text is known before the store is consulted (not pages: their main text loses
     the lines repeated across their site, which only the store knows). `stored`: the
     stored fingerprints of the entries' ids; an entry whose files and fields give the
-    same one is only read and hashed (a rerun of a batch costs little more than reading it)."""
+    same one is only read and hashed (a rerun of a batch costs little more than reading it).
+    `lend`: gives exact repeats their originals' values (pipeline/repeats.py) before the
+    texts are tokenised: a text that has its signature is not."""
     out: Extracted = []
     for entry in entries:
         if entry.error is not None:
@@ -306,7 +309,10 @@ def extract_entries(entries: list[Entry], root: Path | None, settings: Settings,
             out.append(finish_item(read, settings, keep_pixels=keep_pixels))
         except InputError as exc:
             out.append(exc)
-    plain = [x for x in out if isinstance(x, LoadedItem) and x.page is None and x.signal_text.strip()]
+    if lend is not None:
+        lend([x for x in out if isinstance(x, LoadedItem)])
+    plain = [x for x in out if isinstance(x, LoadedItem) and x.page is None and x.signal_text.strip()
+             and "text" not in x.extracted]
     if plain:
         tokens = tokenize_texts([li.signal_text for li in plain])
         for i, li in enumerate(plain):

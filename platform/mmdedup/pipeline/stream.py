@@ -45,6 +45,7 @@ from ..input.sources import line_entry
 from ..store import streams
 from ..store.queries import pks_by_id
 from .ingest import Chunks, Extracted, PixelsWanted, Unchanged, extract_entries, keyed, stored_fingerprints
+from .repeats import Repeats
 
 _POLL = 0.1  # seconds between looks at a followed file that has not grown
 
@@ -151,9 +152,9 @@ class StreamEngine:
     chunk, cut where an id comes again; `position` is where the chunk last yielded ends."""
 
     def __init__(self, batches: Iterator[list[Line]], root: Path | None, settings: Settings,
-                 sessions: sessionmaker[Session], id_prefix: str = "") -> None:
+                 sessions: sessionmaker[Session], id_prefix: str = "", repeats: Repeats | None = None) -> None:
         self.batches, self.root, self.settings, self.sessions = batches, root, settings, sessions
-        self.id_prefix = id_prefix
+        self.id_prefix, self.repeats = id_prefix, repeats
         self.position = Position()
 
     def __call__(self, pixels: PixelsWanted) -> Chunks:
@@ -179,7 +180,8 @@ class StreamEngine:
         last = chunk[-1][1]
         self.position = Position(last.inode, last.end, last.number)
         return entries, extract_entries(entries, self.root, self.settings, pixels(entries),
-                                        stored_fingerprints(self.sessions, entries))
+                                        stored_fingerprints(self.sessions, entries),
+                                        self.repeats.lend if self.repeats is not None else None)
 
 
 class Decisions:

@@ -151,6 +151,11 @@ class Signal(Generic[V, S]):
     def unpack(self, blob: bytes) -> V:
         raise NotImplementedError
 
+    def as_extracted(self, blob: bytes) -> Any:
+        """A stored value as `LoadedItem.extracted` holds it (an exact repeat is given
+        its original's, pipeline/repeats.py)."""
+        return self.unpack(blob)
+
     def unpack_many(self, blobs: list[bytes]) -> Any:
         """Stored values as a batch, what `similarity`, `index_add` and `search` take: a
         list by default; a signal with array sketches (text) keeps one array."""

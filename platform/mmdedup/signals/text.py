@@ -279,6 +279,10 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         perms = min(self.config.lsh_perms, NUM_PERM)
         return TextIndex(HammingIndex(), BandLSH(self.config.lsh_threshold, perms), BitRows(BITS_WIDTH))
 
+    def as_extracted(self, blob: bytes) -> dict[str, bytes]:
+        """As `TextSigning` gives it: the packed sketches by signer version."""
+        return {self.signer.version: blob}
+
     def shared_index(self, window: SharedWindow, prefix: str) -> TextIndex:
         perms = min(self.config.lsh_perms, NUM_PERM)
         return TextIndex(RedisHamming(window, f"{prefix}:h"), RedisBands(window, f"{prefix}:b", self.config.lsh_threshold, perms),
@@ -459,7 +463,15 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         (`TextSigning`), if they made them for every one; else None, to sign here (a
         TF-IDF refresh changed the signers since, or the engine signs nothing elsewhere)."""
         blobs = [(li.extracted.get(self.name) or {}).get(signer.version) for li in items]
-        return self.unpack_many(blobs) if all(b is not None for b in blobs) else None
+        todo = [i for i, b in enumerate(blobs) if b is None]
+        if len(todo) == len(blobs):
+            return None
+        if todo:  # (some came signed, exact repeats given their original's: the rest signed here)
+            sub = [items[i] for i in todo]
+            sk = signer.sign_tokens(token_batch(sub), [li.signal_text for li in sub])
+            for k, i in enumerate(todo):
+                blobs[i] = sk.pack(k)
+        return self.unpack_many(blobs)
 
     def worker_extract(self) -> TextSigning:
         """Plain texts signed where they are loaded, under the signers in force (the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from sqlalchemy import Select, bindparam, delete, func, insert, or_, select, true, update
 from sqlalchemy.orm import Session
@@ -151,6 +151,21 @@ def state(session: Session, name: str) -> int | None:
 def set_state(session: Session, name: str, value: int) -> None:
     session.execute(dialect_insert(session, StoreState).values(name=name, value=value)
                     .on_conflict_do_update(index_elements=["name"], set_={"value": value}))
+
+
+def content_keys(session: Session, since: datetime | None = None, batch: int = 50_000) -> Iterator[list[str]]:
+    """The content keys of the stored items (of those whose time is `since` or later),
+    a batch at a time."""
+    last = 0
+    while True:
+        query = select(Item.pk, Item.content_key).where(Item.pk > last)
+        if since is not None:
+            query = query.where(Item.item_time >= since)
+        rows = session.execute(query.order_by(Item.pk).limit(batch)).all()
+        if not rows:
+            return
+        yield [key for _, key in rows]
+        last = rows[-1][0]
 
 
 STORE_ID = "store_id"
