@@ -22,7 +22,10 @@ from sqlalchemy import text
 
 from helpers import pair_map, pairs_by_ids, wait_for
 from mmdedup import Platform
+from mmdedup.index.redis_window import WindowSlot
 from test_stream import run_stream, two_streams_find_each_others_duplicates
+from test_tfidf_refresh import CHUNK, MIN_DOCS, outcome
+from test_tfidf_refresh import corpus as refresh_corpus
 from test_windows import HORIZON_CONFIG, daily_stream
 
 
@@ -236,3 +239,35 @@ def test_an_unreachable_window_store_is_a_clear_error_and_writes_nothing(home: P
         with pytest.raises(ValueError, match=f"window_store = 'redis://127.0.0.1:{port}/0': Redis cannot be reached"):
             p.ingest([{"id": "a", "text": "a text that cannot be indexed while its window is away"}])
         assert p.stats()["items"] == 0
+
+
+def test_a_tf_idf_refresh_in_steps_hands_its_redis_window_over_without_a_rebuild(
+        tmp_path: Path, db_url: str, server: RedisServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TF-IDF refresh in steps, begun in one process and switched in the next: its
+    pending index is built in the shared window as it signs, and becomes the active index
+    of its version when it switches, so no window is ever built twice (a rebuild of the
+    whole window would stall the batch that switches). The signatures and pairs are those
+    of the same ingests with the indexes in memory."""
+    config = f"tfidf_min_docs = {MIN_DOCS}\ningest_chunk = {CHUNK}\ntfidf_refresh_at_once = 0\n"
+    items, designed = refresh_corpus(760)
+    started: list[str] = []
+    start = WindowSlot.start
+    monkeypatch.setattr(WindowSlot, "start", lambda slot: started.append(slot.name) or start(slot))
+    shared = store(tmp_path / "shared", config + f'window_store = "{server.url}"\n')
+    local = store(tmp_path / "local", config)
+    for part in (items[:400], items[400:]):  # (each in a process of its own, as it were)
+        with Platform.open(shared, db_url) as p:
+            p.ingest(part)
+            assert p.signal("text").refreshes <= 1
+        with Platform.open(local, f"sqlite:///{tmp_path / 'local.db'}") as p:
+            p.ingest(part)
+    with Platform.open(shared, db_url) as p:
+        got = outcome(p)
+    with Platform.open(local, f"sqlite:///{tmp_path / 'local.db'}") as p:
+        expected = outcome(p)
+    assert got == expected and designed <= got[2]
+    assert len(started) == len(set(started)) == 3  # (exact keys, text before and after the refresh)
+    assert len(server.window_pks()) == len(items)
+    # The window of the version the refresh left went with it.
+    states = [k for k in server.client().scan_iter(match="mmdedup:*") if k.count(b":") == 3]
+    assert sorted(k.split(b":")[2] for k in states) == [b"exact", b"text"]

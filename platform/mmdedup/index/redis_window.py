@@ -99,10 +99,9 @@ class SharedWindow:
         tag = hashlib.sha256(json.dumps(stamp, sort_keys=True).encode()).hexdigest()[:12]
         return WindowSlot(self, f"{self.prefix}:{kind}", tag)
 
-    def unlink(self, match: str, keep: str | None = None) -> None:
-        """Delete the keys that match a pattern (but `keep`), a thousand a call."""
-        found = (k for k in self.client.scan_iter(match=match, count=1000) if k != (keep or "").encode())
-        for keys in _chunks(found, 1000):
+    def unlink(self, match: str) -> None:
+        """Delete the keys that match a pattern, a thousand a call."""
+        for keys in _chunks(self.client.scan_iter(match=match, count=1000), 1000):
             self.client.unlink(*keys)
 
     def expire(self, pipe: Any, key: str) -> None:
@@ -127,13 +126,17 @@ class WindowSlot:
         return f"{self.name}:{gen}"
 
     def start(self) -> str:
-        """A new generation, empty. The keys of the kind's other slots and generations go:
-        those of a half-lost window, which nobody would take entries out of, and those of
-        versions the signal no longer signs under (a process still on one rebuilds it)."""
+        """A new generation, empty; the keys of the slot's earlier ones go (those of a
+        half-lost window, which nobody would take entries out of)."""
         gen = secrets.token_hex(4)
         self.window.client.hset(self.name, mapping={"gen": gen, "seq": -1})
-        self.window.unlink(f"{self.kind}:*", keep=self.name)  # (the new generation has no keys yet)
+        self.window.unlink(f"{self.name}:*")  # (the new generation has no keys yet)
         return gen
+
+    def drop(self) -> None:
+        """The slot and all its keys (a signature version no longer signed under)."""
+        self.window.client.unlink(self.name)
+        self.window.unlink(f"{self.name}:*")
 
     def advance(self, gen: str, seq: int) -> bool:
         """Record that generation `gen` holds every write up to `seq`; False when the

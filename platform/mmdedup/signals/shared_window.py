@@ -35,10 +35,14 @@ if TYPE_CHECKING:
 
 class SharedIndex:
     """Where a signal's index in the shared window stands: its slot for each signature
-    version, the index over the generation in use, and the write it holds."""
+    version, the index over the generation in use, and the write it holds. `kind`: the
+    signatures it holds, the signal's own by default; a TF-IDF refresh's pending index
+    holds the second slot's ("text:next") in the slot of its version, which the active
+    index of that version takes over as it is once the refresh switches (no rebuild)."""
 
-    def __init__(self, signal: Signal) -> None:
+    def __init__(self, signal: Signal, kind: str | None = None) -> None:
         self.signal = signal
+        self.kind = kind or signal.name
         self.window: SharedWindow | None = None
         self.slots: dict[str, WindowSlot] = {}
         self.current: tuple[str, Any] | None = None  # (key prefix, the index over it)
@@ -48,7 +52,12 @@ class SharedIndex:
 
     def index(self, session: Session, version: str) -> Any:
         """The index of `version` holding every signature the store holds (a reader's:
-        as the window is, unless lost or behind)."""
+        as the window is, unless lost or behind). The active index moved on to another
+        version (a refresh switched, a retrain signed everything again): the window of
+        the one it leaves goes."""
+        if self.version is not None and version != self.version and self.kind == self.signal.name:
+            self.slots.pop(self.version).drop()
+            self.current = self.version = None
         slot = self._slot(session, version)
         if session.info.get("write_locked"):
             return self._keep(session, slot, version)
@@ -108,11 +117,11 @@ class SharedIndex:
             through = last_write(session)  # (this transaction's own write, where it writes)
             gen = slot.start()
             index = self._over(slot, version, gen, -1)
-            signal.rebuilt_index(session, signal.name, version, index)
+            signal.rebuilt_index(session, self.kind, version, index)
         else:
             gen, seq = state
             index = self._over(slot, version, gen, seq)
-            through = signal.caught_up(session, index, signal.name, version, seq)
+            through = signal.caught_up(session, index, self.kind, version, seq)
             if through == seq:
                 return index
         if not slot.advance(gen, through):  # (lost again meanwhile: rebuilt again)

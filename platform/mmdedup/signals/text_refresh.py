@@ -67,6 +67,7 @@ from ..store.signatures import (
     move_signatures,
 )
 from .base import stamp_name
+from .shared_window import SharedIndex
 
 if TYPE_CHECKING:
     from .text import TextSignal
@@ -134,6 +135,7 @@ class Pending:
     load: Callable[[], TextSigner]
     index: Any = None
     seq: int = 0  # the last write the pending index has caught up with
+    window: SharedIndex | None = None  # where the index is, in a shared window
 
     @cached_property
     def signer(self) -> TextSigner:
@@ -184,6 +186,10 @@ class Refresher:
         """The pending index, caught up with every pending signature in the store."""
         p = self.pending
         assert p is not None
+        if self.signal.in_window:
+            p.window = p.window or SharedIndex(self.signal, NEXT_KIND)
+            p.index = p.window.index(session, p.signer.version)
+            return p.index
         if p.index is None:
             # (from the files a process saved, else rebuilt: as the active index)
             p.index, p.seq = self.signal.open_index(session, p.signer.version, NEXT_KIND)
@@ -196,7 +202,7 @@ class Refresher:
         row = self.row(session)
         p = self.pending
         if row is not None and row.params.get("phase") == "sign":
-            if p is not None and p.index is not None and row.version == p.tfidf:
+            if p is not None and p.index is not None and row.version == p.tfidf and p.window is None:
                 self.pending_index(session)
                 self.signal.save_index(session, p.index, NEXT_KIND, p.signer.version, p.seq)
         else:
@@ -213,6 +219,8 @@ class Refresher:
         found = self.signal.sign_into(session, p.signer, NEXT_KIND, self.pending_index(session),
                                       pks, tokens, texts, sketches=sketches, search=search)
         p.seq = session.info["write_seq"]
+        if p.window is not None:
+            p.window.written(session, p.seq)
         return found
 
     # --- steps ---------------------------------------------------------------------------
