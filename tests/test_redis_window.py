@@ -84,8 +84,11 @@ class RedisServer:
             self.client().flushdb()
 
     def window_pks(self, part: str = "text:*:h") -> set[int]:
-        """The items a part of the window holds a record of (text SimHash by default)."""
-        return {int(k.rsplit(b":", 1)[1]) for k in self.client().scan_iter(match=f"mmdedup:*:{part}:i:*")}
+        """The items a part of the window holds a record of (text SimHash by default):
+        128 records a hash, item pk // 128 naming the hash and pk % 128 the field."""
+        client = self.client()
+        return {int(k.rsplit(b":", 1)[1], 16) * 128 + int(field)
+                for k in client.scan_iter(match=f"mmdedup:*:{part}:i:*") for field in client.hkeys(k)}
 
 
 @pytest.fixture

@@ -5,17 +5,21 @@ caught up with the store before each batch: every process holds the whole window
 reads every other process's new signatures. With `window_store = "redis://..."` the
 key-based indexes live once, in Redis, and every process searches the same keys:
 
-- band keys (`RedisBands`, what `BandLSH` holds): a sorted set per (band, key) whose
-  members are item ids, scored by id, so that a capped lookup reads the earliest;
-- Hamming chunk keys (`RedisHamming`, `HammingIndex`'s tables): a set per (table, chunk
-  value); candidates are checked against their whole codes, kept per item;
-- b-bit rows (`RedisRows`, `BitRows`): a string per item;
+- band keys (`RedisBands`, what `BandLSH` holds): the ids of a band key's bucket packed in
+  order in a field of a hash, so that a capped lookup reads the earliest;
+- Hamming chunk keys (`RedisHamming`, `HammingIndex`'s tables): a set of ids per (table,
+  chunk value); candidates are checked against their whole codes, kept per item;
+- b-bit rows (`RedisRows`, `BitRows`): a record per item;
 - and per item, what it was indexed under (its keys, its code), so that it can be taken
   out again when it is deleted or leaves the window.
 
+Records and buckets are fields of hashes, not keys of their own: Redis keeps a small
+hash as one compact list, and a key costs some 70 bytes more, which was most of the
+window's memory when each item took some thirty keys.
+
 Each class has the methods, and the results, of the numpy index it stands for, so a
 signal's steps run unchanged over either. Every key expires by itself (`ttl`, per key:
-each write sets it again), so a window nobody maintains any more empties itself; the
+each write to it sets it again), so a window nobody maintains any more empties itself; the
 entries leave precisely when the store says they were deleted or evicted (signals/base.py
 catches the window up with the store's logs).
 
@@ -38,7 +42,7 @@ import secrets
 from functools import cache
 from itertools import combinations
 from math import comb
-from typing import Any, ClassVar, Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -54,6 +58,9 @@ end
 return 0
 """
 _BATCH = 2000  # items a pipeline: bounds the replies held at once
+_RECORDS_A_HASH = 128  # item records a hash (within Redis's compact encoding of small hashes)
+_BUCKET_FIELD_BITS = 20  # of a 32-bit band key, the bits that name its field within a hash
+_BUCKET_FIELD_MASK = (1 << _BUCKET_FIELD_BITS) - 1
 
 
 class WindowStoreError(ValueError):
@@ -145,52 +152,54 @@ class WindowSlot:
 
 
 class _Tables:
-    """Item records and key sets under one prefix (a part of one generation's index)."""
+    """Item records under one prefix (a part of one generation's index), 128 to a hash:
+    Redis holds a small hash as one compact list, where a key of its own costs each
+    record some 70 bytes more (and an entry in the table of expiring keys)."""
 
     def __init__(self, window: SharedWindow, prefix: str) -> None:
         self.window = window
         self.prefix = prefix
 
-    def _record(self, pk: int) -> str:
-        return f"{self.prefix}:i:{pk}"
+    def _record(self, pk: int) -> tuple[str, int]:
+        return f"{self.prefix}:i:{pk // _RECORDS_A_HASH:x}", pk % _RECORDS_A_HASH
 
     def records(self, ids: np.ndarray) -> list[bytes | None]:
         out: list[bytes | None] = []
         for part in _chunks(ids.tolist(), _BATCH):
-            out.extend(self.window.client.mget([self._record(pk) for pk in part]))
+            pipe = self.window.client.pipeline(transaction=False)
+            for pk in part:
+                pipe.hget(*self._record(pk))
+            out.extend(pipe.execute())
         return out
 
-    def _write(self, ids: np.ndarray, blobs: list[bytes], keys: dict[str, list[int]], sorted_sets: bool = False) -> None:
-        """Set each item's record and add it to the key sets (`keys`: key -> ids)."""
-        pipe = self.window.client.pipeline(transaction=False)
+    def _set_records(self, pipe: Any, ids: np.ndarray, blobs: list[bytes]) -> None:
+        hashes = set()
         for pk, blob in zip(ids.tolist(), blobs):
-            pipe.set(self._record(pk), blob, ex=self.window.ttl)
-        for key, members in keys.items():
-            if sorted_sets:
-                pipe.zadd(key, {str(m): m for m in members})
-            else:
-                pipe.sadd(key, *members)
+            key, field = self._record(pk)
+            pipe.hset(key, field, blob)
+            hashes.add(key)
+        for key in hashes:
             self.window.expire(pipe, key)
-        pipe.execute()
 
-    def _drop(self, ids: np.ndarray, keys: dict[str, list[int]], sorted_sets: bool) -> None:
-        pipe = self.window.client.pipeline(transaction=False)
-        for key, members in keys.items():
-            (pipe.zrem if sorted_sets else pipe.srem)(key, *members)
-        pipe.delete(*(self._record(pk) for pk in ids.tolist()))
-        pipe.execute()
+    def _drop_records(self, pipe: Any, ids: np.ndarray) -> None:
+        for pk in ids.tolist():
+            pipe.hdel(*self._record(pk))
 
 
 class _Keyed(_Tables):
     """Item ids filed under keys derived from their values: each item's record holds its
-    row of uint64 (`_rows`), from which `_keyed` names the sets it is in."""
-
-    sorted_sets: ClassVar[bool] = False
+    row of uint64 (`_rows`), from which `_keyed` names where it is filed."""
 
     def _rows(self, values: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    def _keyed(self, ids: np.ndarray, rows: np.ndarray) -> dict[str, list[int]]:
+    def _keyed(self, ids: np.ndarray, rows: np.ndarray) -> dict[Any, list[int]]:
+        raise NotImplementedError
+
+    def _file(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+        raise NotImplementedError
+
+    def _unfile(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
         raise NotImplementedError
 
     def add(self, ids: np.ndarray, values: np.ndarray) -> None:
@@ -200,7 +209,10 @@ class _Keyed(_Tables):
             return
         self.remove(ids)
         rows = self._rows(values)
-        self._write(ids, [row.tobytes() for row in rows], self._keyed(ids, rows), self.sorted_sets)
+        pipe = self.window.client.pipeline(transaction=False)
+        self._set_records(pipe, ids, [row.tobytes() for row in rows])
+        self._file(pipe, self._keyed(ids, rows))
+        pipe.execute()
 
     def remove(self, ids: np.ndarray) -> int:
         ids = np.asarray(ids, np.int64).ravel()
@@ -209,14 +221,19 @@ class _Keyed(_Tables):
             return 0
         pks = np.array([pk for pk, _ in found], np.int64)
         rows = np.frombuffer(b"".join(blob for _, blob in found), np.uint64).reshape(len(found), -1)
-        self._drop(pks, self._keyed(pks, rows), self.sorted_sets)
+        pipe = self.window.client.pipeline(transaction=False)
+        self._unfile(pipe, self._keyed(pks, rows))
+        self._drop_records(pipe, pks)
+        pipe.execute()
         return len(found)
 
 
 class RedisBands(_Keyed):
-    """`BandLSH` in Redis: the same band keys (lsh.py), a sorted set of ids per band key."""
-
-    sorted_sets = True
+    """`BandLSH` in Redis: the same band keys (lsh.py). A band key's bucket is a field of
+    a hash (its high 12 bits name the hash, 4,096 of them a band, the rest the field)
+    holding its ids packed in order: most buckets hold one text, and a key each cost
+    three times the memory. A field is read, changed and written back, which is safe
+    because writers hold the store's write lock in turn (signals/shared_window.py)."""
 
     def __init__(self, window: SharedWindow, prefix: str, threshold: float, num_perm: int = 128,
                  weights: tuple[float, float] = (0.5, 0.5), params: tuple[int, int] | None = None) -> None:
@@ -224,15 +241,38 @@ class RedisBands(_Keyed):
         self.num_perm = int(num_perm)
         self.bands, self.rows = params if params else optimal_params(threshold, num_perm, *weights)
 
-    def _key(self, band: int, key: int) -> str:
-        return f"{self.prefix}:{band}:{key >> 32:08x}"
+    def _bucket(self, band: int, key: int) -> tuple[str, int]:
+        key >>= 32
+        return f"{self.prefix}:{band}:{key >> _BUCKET_FIELD_BITS:x}", key & _BUCKET_FIELD_MASK
 
-    def _keyed(self, ids: np.ndarray, keys: np.ndarray) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
+    def _keyed(self, ids: np.ndarray, keys: np.ndarray) -> dict[Any, list[int]]:
+        out: dict[Any, list[int]] = {}
         for pk, row in zip(ids.tolist(), keys.tolist()):
             for band, key in enumerate(row):
-                out.setdefault(self._key(band, key), []).append(pk)
+                out.setdefault(self._bucket(band, key), []).append(pk)
         return out
+
+    def _held(self, buckets: list[tuple[str, int]]) -> list[np.ndarray]:
+        pipe = self.window.client.pipeline(transaction=False)
+        for key, field in buckets:
+            pipe.hget(key, field)
+        return [np.frombuffer(b, "<i8") if b else np.zeros(0, np.int64) for b in pipe.execute()]
+
+    def _file(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+        hashes = set()
+        for (key, field), held in zip(keyed, self._held(list(keyed))):
+            pipe.hset(key, field, np.union1d(held, keyed[key, field]).astype("<i8").tobytes())
+            hashes.add(key)
+        for key in hashes:
+            self.window.expire(pipe, key)
+
+    def _unfile(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+        for (key, field), held in zip(keyed, self._held(list(keyed))):
+            left = np.setdiff1d(held, keyed[key, field])
+            if len(left):
+                pipe.hset(key, field, left.astype("<i8").tobytes())
+            else:
+                pipe.hdel(key, field)
 
     def _rows(self, sigs: np.ndarray) -> np.ndarray:
         return band_keys(np.asarray(sigs), self.bands, self.rows)
@@ -246,23 +286,16 @@ class RedisBands(_Keyed):
             e = np.empty(0, np.int64)
             return Candidates(e, e.copy(), passed)
         keys = band_keys(sigs, self.bands, self.rows)
-        pipe = self.window.client.pipeline(transaction=False)
-        for row in keys.tolist():
-            for band, key in enumerate(row):
-                pipe.zrange(self._key(band, key), 0, -1 if first is None else first - 1)
-                if first is not None:
-                    pipe.zcard(self._key(band, key))
-        replies = pipe.execute()
-        step = 1 if first is None else 2
+        held = self._held([self._bucket(band, key) for row in keys.tolist() for band, key in enumerate(row)])
         qs, found = [], []
         for i in range(len(sigs)):
-            for b in range(self.bands):
-                members = replies[(i * self.bands + b) * step]
-                qs.extend([i] * len(members))
-                found.extend(int(m) for m in members)
-                if first is not None:
-                    passed[i] += max(0, replies[(i * self.bands + b) * step + 1] - first)
-        q, ids = np.array(qs, np.int64), np.array(found, np.int64)
+            for members in held[i * self.bands:(i + 1) * self.bands]:
+                if first is not None and len(members) > first:
+                    passed[i] += len(members) - first
+                    members = members[:first]
+                qs.append(np.full(len(members), i, np.int64))
+                found.append(members)
+        q, ids = np.concatenate(qs), np.concatenate(found).astype(np.int64)
         if distinct:
             q, ids, _ = distinct_pairs(q, ids)
         return Candidates(q, ids, passed)
@@ -283,12 +316,24 @@ class RedisHamming(_Keyed):
     def _rows(self, codes: np.ndarray) -> np.ndarray:
         return as_codes(codes)[:, None]
 
-    def _keyed(self, ids: np.ndarray, codes: np.ndarray) -> dict[str, list[int]]:
-        out: dict[str, list[int]] = {}
+    def _keyed(self, ids: np.ndarray, codes: np.ndarray) -> dict[Any, list[int]]:
+        out: dict[Any, list[int]] = {}
         for pk, row in zip(ids.tolist(), self._chunks_of(codes[:, 0]).tolist()):
             for t, chunk in enumerate(row):
                 out.setdefault(f"{self.prefix}:{t}:{chunk:x}", []).append(pk)
         return out
+
+    def _file(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+        """(A set a chunk value: at most 2**16 of them a table, whatever the window
+        holds, and a common chunk is shared by thousands of codes, too many to write
+        back whole at each add.)"""
+        for key, members in keyed.items():
+            pipe.sadd(key, *members)
+            self.window.expire(pipe, key)
+
+    def _unfile(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+        for key, members in keyed.items():
+            pipe.srem(key, *members)
 
     def search(self, codes: np.ndarray, radius: int) -> Hits:
         """As `HammingIndex.search`: every indexed code within `radius` bits of each
@@ -345,13 +390,17 @@ class RedisRows(_Tables):
         if rows.shape != (len(ids), self.width):
             raise ValueError(f"{len(ids)} ids need ({len(ids)}, {self.width}) rows, got {rows.shape}")
         if len(ids):
-            self._write(ids, [r.tobytes() for r in rows], {})
+            pipe = self.window.client.pipeline(transaction=False)
+            self._set_records(pipe, ids, [r.tobytes() for r in rows])
+            pipe.execute()
 
     def remove(self, ids: np.ndarray) -> int:
         ids = np.asarray(ids, np.int64).ravel()
         if not len(ids):
             return 0
-        return int(self.window.client.delete(*(self._record(pk) for pk in ids.tolist())))
+        pipe = self.window.client.pipeline(transaction=False)
+        self._drop_records(pipe, ids)
+        return sum(pipe.execute())
 
     def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ids = np.asarray(ids, np.int64).ravel()
