@@ -20,8 +20,8 @@ window's memory when each item took some thirty keys.
 Each class has the methods, and the results, of the numpy index it stands for, so a
 signal's steps run unchanged over either. Every key expires by itself (`ttl`, per key:
 each write to it sets it again), so a window nobody maintains any more empties itself; the
-entries leave precisely when the store says they were deleted or evicted (signals/base.py
-catches the window up with the store's logs).
+entries leave precisely when the store says they were deleted or evicted
+(signals/shared_window.py catches the window up with the store's logs).
 
 `WindowSlot` is where a signal's index of one signature version keeps its state: a hash
 with its generation (the prefix of its keys) and the store's write it has caught up with.
@@ -30,7 +30,8 @@ look rebuilds the window from the store (SQL stays the truth) under a new genera
 `advance` moves the state on only within the generation it was read in, so a writer whose
 Redis was lost during its own batch finds out before it commits.
 
-One round trip per step of a batch (pipelines, no transaction): Redis is another machine.
+A few round trips per step of a batch (pipelines, no transaction): Redis is another
+machine.
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class SharedWindow:
         """The state of the index of signature `kind` made as `stamp` says (the index
         files' stamp: a version and parameters): another stamp, another slot."""
         tag = hashlib.sha256(json.dumps(stamp, sort_keys=True).encode()).hexdigest()[:12]
-        return WindowSlot(self, f"{self.prefix}:{kind}", tag)
+        return WindowSlot(self, f"{self.prefix}:{kind}:{tag}")
 
     def unlink(self, match: str) -> None:
         """Delete the keys that match a pattern, a thousand a call."""
@@ -117,10 +118,9 @@ class SharedWindow:
 
 
 class WindowSlot:
-    def __init__(self, window: SharedWindow, kind: str, tag: str) -> None:
+    def __init__(self, window: SharedWindow, name: str) -> None:
         self.window = window
-        self.kind = kind
-        self.name = f"{kind}:{tag}"
+        self.name = name
 
     def state(self) -> tuple[str, int] | None:
         """(generation, write caught up with); None: never built, or lost."""
