@@ -58,6 +58,22 @@ if redis.call('HGET', KEYS[1], 'gen') == ARGV[1] then
 end
 return 0
 """
+_GET_FIELDS = """
+local out = {}
+for i = 1, #KEYS do out[i] = redis.call('HGET', KEYS[i], ARGV[i]) end
+return out
+"""
+_PUT_FIELDS = """
+local ttl = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  if ARGV[2 * i + 1] == '' then
+    redis.call('HDEL', KEYS[i], ARGV[2 * i])
+  else
+    redis.call('HSET', KEYS[i], ARGV[2 * i], ARGV[2 * i + 1])
+    if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+  end
+end
+"""
 _BATCH = 2000  # items a pipeline: bounds the replies held at once
 _RECORDS_A_HASH = 128  # item records a hash (within Redis's compact encoding of small hashes)
 _BUCKET_FIELD_BITS = 20  # of a 32-bit band key, the bits that name its field within a hash
@@ -164,26 +180,14 @@ class _Tables:
         return f"{self.prefix}:i:{pk // _RECORDS_A_HASH:x}", pk % _RECORDS_A_HASH
 
     def records(self, ids: np.ndarray) -> list[bytes | None]:
-        out: list[bytes | None] = []
-        for part in _chunks(ids.tolist(), _BATCH):
-            pipe = self.window.client.pipeline(transaction=False)
-            for pk in part:
-                pipe.hget(*self._record(pk))
-            out.extend(pipe.execute())
-        return out
+        """Each item's record (None: not held), an HMGET a hash (consecutive pks share one)."""
+        return _fields(self.window.client, [self._record(pk) for pk in ids.tolist()])
 
-    def _set_records(self, pipe: Any, ids: np.ndarray, blobs: list[bytes]) -> None:
-        hashes = set()
-        for pk, blob in zip(ids.tolist(), blobs):
-            key, field = self._record(pk)
-            pipe.hset(key, field, blob)
-            hashes.add(key)
-        for key in hashes:
-            self.window.expire(pipe, key)
+    def _set_records(self, writes: list[tuple[str, int, bytes]], ids: np.ndarray, blobs: list[bytes]) -> None:
+        writes.extend((*self._record(pk), blob) for pk, blob in zip(ids.tolist(), blobs))
 
-    def _drop_records(self, pipe: Any, ids: np.ndarray) -> None:
-        for pk in ids.tolist():
-            pipe.hdel(*self._record(pk))
+    def _drop_records(self, writes: list[tuple[str, int, bytes]], ids: np.ndarray) -> None:
+        writes.extend((*self._record(pk), b"") for pk in ids.tolist())
 
 
 class _Keyed(_Tables):
@@ -196,23 +200,24 @@ class _Keyed(_Tables):
     def _keyed(self, ids: np.ndarray, rows: np.ndarray) -> dict[Any, list[int]]:
         raise NotImplementedError
 
-    def _file(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+    def _file(self, writes: list[tuple[str, int, bytes]], keyed: dict[Any, list[int]]) -> None:
+        """File ids where `keyed` says, now or as field writes added to `writes`."""
         raise NotImplementedError
 
-    def _unfile(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+    def _unfile(self, writes: list[tuple[str, int, bytes]], keyed: dict[Any, list[int]]) -> None:
         raise NotImplementedError
 
     def add(self, ids: np.ndarray, values: np.ndarray) -> None:
-        """File values under ids; an id already present is replaced (as in the arrays)."""
+        """File values under ids, which are not filed (the signals take an item out before
+        they file it again, as the arrays need)."""
         ids = np.asarray(ids, np.int64).ravel()
         if not len(ids):
             return
-        self.remove(ids)
         rows = self._rows(values)
-        pipe = self.window.client.pipeline(transaction=False)
-        self._set_records(pipe, ids, [row.tobytes() for row in rows])
-        self._file(pipe, self._keyed(ids, rows))
-        pipe.execute()
+        writes: list[tuple[str, int, bytes]] = []
+        self._set_records(writes, ids, [row.tobytes() for row in rows])
+        self._file(writes, self._keyed(ids, rows))
+        _put_fields(self.window, writes)
 
     def remove(self, ids: np.ndarray) -> int:
         ids = np.asarray(ids, np.int64).ravel()
@@ -221,10 +226,10 @@ class _Keyed(_Tables):
             return 0
         pks = np.array([pk for pk, _ in found], np.int64)
         rows = np.frombuffer(b"".join(blob for _, blob in found), np.uint64).reshape(len(found), -1)
-        pipe = self.window.client.pipeline(transaction=False)
-        self._unfile(pipe, self._keyed(pks, rows))
-        self._drop_records(pipe, pks)
-        pipe.execute()
+        writes: list[tuple[str, int, bytes]] = []
+        self._unfile(writes, self._keyed(pks, rows))
+        self._drop_records(writes, pks)
+        _put_fields(self.window, writes)
         return len(found)
 
 
@@ -253,26 +258,15 @@ class RedisBands(_Keyed):
         return out
 
     def _held(self, buckets: list[tuple[str, int]]) -> list[np.ndarray]:
-        pipe = self.window.client.pipeline(transaction=False)
-        for key, field in buckets:
-            pipe.hget(key, field)
-        return [np.frombuffer(b, "<i8") if b else np.zeros(0, np.int64) for b in pipe.execute()]
+        return [np.frombuffer(b, "<i8") if b else np.zeros(0, np.int64) for b in _fields(self.window.client, buckets)]
 
-    def _file(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
-        hashes = set()
+    def _file(self, writes: list[tuple[str, int, bytes]], keyed: dict[Any, list[int]]) -> None:
         for (key, field), held in zip(keyed, self._held(list(keyed))):
-            pipe.hset(key, field, np.union1d(held, keyed[key, field]).astype("<i8").tobytes())
-            hashes.add(key)
-        for key in hashes:
-            self.window.expire(pipe, key)
+            writes.append((key, field, np.union1d(held, keyed[key, field]).astype("<i8").tobytes()))
 
-    def _unfile(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+    def _unfile(self, writes: list[tuple[str, int, bytes]], keyed: dict[Any, list[int]]) -> None:
         for (key, field), held in zip(keyed, self._held(list(keyed))):
-            left = np.setdiff1d(held, keyed[key, field])
-            if len(left):
-                pipe.hset(key, field, left.astype("<i8").tobytes())
-            else:
-                pipe.hdel(key, field)
+            writes.append((key, field, np.setdiff1d(held, keyed[key, field]).astype("<i8").tobytes()))
 
     def _rows(self, sigs: np.ndarray) -> np.ndarray:
         return band_keys(np.asarray(sigs), self.bands, self.rows)
@@ -323,17 +317,21 @@ class RedisHamming(_Keyed):
                 out.setdefault(f"{self.prefix}:{t}:{chunk:x}", []).append(pk)
         return out
 
-    def _file(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+    def _file(self, writes: list[tuple[str, int, bytes]], keyed: dict[Any, list[int]]) -> None:
         """(A set a chunk value: at most 2**16 of them a table, whatever the window
         holds, and a common chunk is shared by thousands of codes, too many to write
         back whole at each add.)"""
+        pipe = self.window.client.pipeline(transaction=False)
         for key, members in keyed.items():
             pipe.sadd(key, *members)
             self.window.expire(pipe, key)
+        pipe.execute()
 
-    def _unfile(self, pipe: Any, keyed: dict[Any, list[int]]) -> None:
+    def _unfile(self, writes: list[tuple[str, int, bytes]], keyed: dict[Any, list[int]]) -> None:
+        pipe = self.window.client.pipeline(transaction=False)
         for key, members in keyed.items():
             pipe.srem(key, *members)
+        pipe.execute()
 
     def search(self, codes: np.ndarray, radius: int) -> Hits:
         """As `HammingIndex.search`: every indexed code within `radius` bits of each
@@ -390,17 +388,14 @@ class RedisRows(_Tables):
         if rows.shape != (len(ids), self.width):
             raise ValueError(f"{len(ids)} ids need ({len(ids)}, {self.width}) rows, got {rows.shape}")
         if len(ids):
-            pipe = self.window.client.pipeline(transaction=False)
-            self._set_records(pipe, ids, [r.tobytes() for r in rows])
-            pipe.execute()
+            writes: list[tuple[str, int, bytes]] = []
+            self._set_records(writes, ids, [r.tobytes() for r in rows])
+            _put_fields(self.window, writes)
 
-    def remove(self, ids: np.ndarray) -> int:
-        ids = np.asarray(ids, np.int64).ravel()
-        if not len(ids):
-            return 0
-        pipe = self.window.client.pipeline(transaction=False)
-        self._drop_records(pipe, ids)
-        return sum(pipe.execute())
+    def remove(self, ids: np.ndarray) -> None:
+        writes: list[tuple[str, int, bytes]] = []
+        self._drop_records(writes, np.asarray(ids, np.int64).ravel())
+        _put_fields(self.window, writes)
 
     def rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ids = np.asarray(ids, np.int64).ravel()
@@ -415,6 +410,31 @@ class RedisRows(_Tables):
 @cache
 def _flip_masks(bits: int, nflip: int) -> list[int]:
     return [sum(1 << b for b in chosen) for k in range(nflip + 1) for chosen in combinations(range(bits), k)]
+
+
+def _fields(client: Any, wanted: list[tuple[str, int]]) -> list[bytes | None]:
+    """The values of these (hash, field) pairs, in order (None: not there), read by a
+    script a few thousand at a time: a command each cost more to write and parse here
+    than Redis takes to answer them."""
+    out: list[bytes | None] = []
+    for part in _chunks(wanted, 4 * _BATCH):
+        out.extend(_script(client, _GET_FIELDS)(keys=[k for k, _ in part], args=[f for _, f in part]))
+    return out
+
+
+def _put_fields(window: SharedWindow, writes: list[tuple[str, int, bytes]]) -> None:
+    """Set these (hash, field, value) writes, an empty value deleting its field; each hash
+    written expires `window.ttl` after (by a script, as `_fields` reads)."""
+    for part in _chunks(writes, 4 * _BATCH):
+        args: list[Any] = [window.ttl or 0]
+        for _, field, value in part:
+            args += [field, value]
+        _script(window.client, _PUT_FIELDS)(keys=[k for k, _, _ in part], args=args)
+
+
+@cache
+def _script(client: Any, source: str) -> Any:  # (registered once a client: sent by its hash after)
+    return client.register_script(source)
 
 
 def _chunks(values: Iterable[Any], size: int) -> Iterable[list[Any]]:
