@@ -95,7 +95,10 @@ class Repeats:
                 original[row] = pk
         if not original:
             return
+        parts = {"text"} | {a.role for row in original for a in items[row].assets}
         for signal in self.signals:
+            if signal.exact_parts and not parts.intersection(signal.exact_parts):
+                continue  # (a picture signal, and items without pictures)
             version = signal.version()
             if version is None:
                 continue

@@ -463,15 +463,18 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         (`TextSigning`), if they made them for every one; else None, to sign here (a
         TF-IDF refresh changed the signers since, or the engine signs nothing elsewhere)."""
         blobs = [(li.extracted.get(self.name) or {}).get(signer.version) for li in items]
+        have = [i for i, b in enumerate(blobs) if b is not None]
+        if len(have) in (0, len(blobs)):
+            return self.unpack_many(blobs) if have else None
+        # Some came signed (exact repeats given their original's): the rest are signed
+        # here, and the two put back in the batch's order.
         todo = [i for i, b in enumerate(blobs) if b is None]
-        if len(todo) == len(blobs):
-            return None
-        if todo:  # (some came signed, exact repeats given their original's: the rest signed here)
-            sub = [items[i] for i in todo]
-            sk = signer.sign_tokens(token_batch(sub), [li.signal_text for li in sub])
-            for k, i in enumerate(todo):
-                blobs[i] = sk.pack(k)
-        return self.unpack_many(blobs)
+        sub = [items[i] for i in todo]
+        parts = (self.unpack_many([blobs[i] for i in have]),
+                 signer.sign_tokens(token_batch(sub), [li.signal_text for li in sub]))
+        order = np.argsort(np.array(have + todo))
+        return TextSketches(*(np.concatenate([getattr(p, f) for p in parts])[order]
+                              for f in ("simhash", "wminhash", "minhash", "empty")))
 
     def worker_extract(self) -> TextSigning:
         """Plain texts signed where they are loaded, under the signers in force (the
