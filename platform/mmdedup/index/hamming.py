@@ -244,7 +244,7 @@ class HammingIndex:
             self._runs.add(self._chunk_keys(self._codes), 0)
         runs = self._runs
         runs.flush()
-        flips = _flip_masks(self.bits, nflip) << np.uint64(32)
+        flips = flip_masks(self.bits, nflip) << np.uint64(32)
         keys = self._chunk_keys(x)
         qs, ps = [], []
         for t in range(self.nhash):
@@ -294,7 +294,7 @@ class HammingIndex:
 
 
 @cache
-def _flip_masks(bits: int, nflip: int) -> np.ndarray:
+def flip_masks(bits: int, nflip: int) -> np.ndarray:
     """Every ``bits``-bit mask with at most ``nflip`` bits set (0 first)."""
     masks = [sum(1 << b for b in chosen) for k in range(nflip + 1) for chosen in combinations(range(bits), k)]
     return np.array(masks, np.uint64)

@@ -41,13 +41,12 @@ import json
 import math
 import secrets
 from functools import cache
-from itertools import combinations
 from math import comb
 from typing import Any, Iterable
 
 import numpy as np
 
-from .hamming import Hits, as_codes
+from .hamming import Hits, as_codes, flip_masks
 from .lsh import Candidates, band_keys, optimal_params
 from .slots import distinct_pairs
 
@@ -74,7 +73,7 @@ for i = 1, #KEYS do
   end
 end
 """
-_BATCH = 2000  # items a pipeline: bounds the replies held at once
+_A_CALL = 8000  # fields a script call reads or writes: bounds the arguments and replies held at once
 _RECORDS_A_HASH = 128  # item records a hash (within Redis's compact encoding of small hashes)
 _BUCKET_FIELD_BITS = 20  # of a 32-bit band key, the bits that name its field within a hash
 _BUCKET_FIELD_MASK = (1 << _BUCKET_FIELD_BITS) - 1
@@ -345,7 +344,7 @@ class RedisHamming(_Keyed):
         e = np.empty(0, np.int64)
         if not len(x):
             return Hits(e, e.copy(), np.empty(0, np.int32))
-        flips = _flip_masks(self.bits, nflip)
+        flips = flip_masks(self.bits, nflip).tolist()
         chunks = self._chunks_of(x)
         pipe = self.window.client.pipeline(transaction=False)
         for row in chunks.tolist():
@@ -407,17 +406,12 @@ class RedisRows(_Tables):
         return have, out
 
 
-@cache
-def _flip_masks(bits: int, nflip: int) -> list[int]:
-    return [sum(1 << b for b in chosen) for k in range(nflip + 1) for chosen in combinations(range(bits), k)]
-
-
 def _fields(client: Any, wanted: list[tuple[str, int]]) -> list[bytes | None]:
     """The values of these (hash, field) pairs, in order (None: not there), read by a
     script a few thousand at a time: a command each cost more to write and parse here
     than Redis takes to answer them."""
     out: list[bytes | None] = []
-    for part in _chunks(wanted, 4 * _BATCH):
+    for part in _chunks(wanted, _A_CALL):
         out.extend(_script(client, _GET_FIELDS)(keys=[k for k, _ in part], args=[f for _, f in part]))
     return out
 
@@ -425,7 +419,7 @@ def _fields(client: Any, wanted: list[tuple[str, int]]) -> list[bytes | None]:
 def _put_fields(window: SharedWindow, writes: list[tuple[str, int, bytes]]) -> None:
     """Set these (hash, field, value) writes, an empty value deleting its field; each hash
     written expires `window.ttl` after (by a script, as `_fields` reads)."""
-    for part in _chunks(writes, 4 * _BATCH):
+    for part in _chunks(writes, _A_CALL):
         args: list[Any] = [window.ttl or 0]
         for _, field, value in part:
             args += [field, value]

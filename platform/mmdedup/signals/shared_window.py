@@ -20,7 +20,7 @@ to keep (index/redis_window.py `WindowSlot`), so the same steps change hands:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -31,6 +31,8 @@ from ..store.locks import last_write, take_write_lock
 
 if TYPE_CHECKING:
     from .base import Signal
+
+T = TypeVar("T")
 
 
 class SharedIndex:
@@ -59,14 +61,11 @@ class SharedIndex:
             self.slots.pop(self.version).drop()
             self.current = self.version = None
         slot = self._slot(session, version)
-        if session.info.get("write_locked"):
-            return self._keep(session, slot, version)
-        state = slot.state()
-        if state is None or state[1] < last_write(session):
-            with self.signal.sessions.begin() as locked:
-                take_write_lock(locked, numbered=False)
-                return self._keep(locked, slot, version)
-        return self._over(slot, version, *state)
+        if not session.info.get("write_locked"):
+            state = slot.state()
+            if state is not None and state[1] >= last_write(session):
+                return self._over(slot, version, *state)
+        return self._locked(session, lambda locked: self._keep(locked, slot, version))
 
     def written(self, session: Session, seq: int) -> None:
         """This transaction (write `seq`) added its items: the state moves on to it, or the
@@ -88,17 +87,22 @@ class SharedIndex:
         if version not in self.slots:
             if self.window is None:
                 ident = store_id(session)
-                if ident is None and session.info.get("write_locked"):
-                    ident = new_store_id(session)
-                elif ident is None:
-                    with self.signal.sessions.begin() as locked:
-                        take_write_lock(locked, numbered=False)
-                        ident = new_store_id(locked)
+                if ident is None:
+                    ident = self._locked(session, new_store_id)
                 settings = self.signal.settings
                 self.window = SharedWindow(connect(settings.window_store), f"mmdedup:{ident:x}",
                                            2 * settings.widest_window)
             self.slots[version] = self.window.slot(self.signal.name, self.signal.index_stamp(version))
         return self.slots[version]
+
+    def _locked(self, session: Session, work: Callable[[Session], T]) -> T:
+        """`work` under the store's write lock: in `session` where it holds it, else in a
+        transaction of its own that takes it (a reader's)."""
+        if session.info.get("write_locked"):
+            return work(session)
+        with self.signal.sessions.begin() as locked:
+            take_write_lock(locked, numbered=False)
+            return work(locked)
 
     def _over(self, slot: WindowSlot, version: str, gen: str, seq: int) -> Any:
         """The index over generation `gen` of the slot (made once a generation)."""
