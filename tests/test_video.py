@@ -194,7 +194,8 @@ def test_mirrored_copy_matches_through_flipped_codes(sig_a, frames_a):
     m = video_match(sig_a, mirrored, RADIUS)
     assert m.score >= DUPLICATE and m.mirrored
     # Without the mirrored codes it would not match: the flip is what finds it.
-    blind = VideoFrames(**{**mirrored.__dict__, "mirrored": mirrored.codes})
+    blind = VideoFrames(**{**mirrored.__dict__, "mirrored": mirrored.codes,
+                           "inner_mirrored": mirrored.inner, "centre_mirrored": mirrored.centre})
     assert video_similarity(sig_a, blind, RADIUS) <= DISTINCT
 
 

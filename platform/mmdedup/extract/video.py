@@ -76,15 +76,25 @@ PRUNE_BITS = 4  # within this of the last kept frame: near-identical, never kept
 
 MIN_DISTINCT = 3  # ordered matches across this many distinct frames make a full score
 
+EDGE_STEP = 10.0  # a grey step (0-255, across two working pixels) this large is an edge
+INSET_STILL = 0.8  # a step in this share of the moving frames is a still edge
+INSET_LINE = 0.3  # a column (row) still-edged over this share of the frame is a candidate side
+INSET_COVER = 0.6  # a side of an inset is edged over this share of its length...
+INSET_MIN = 0.4  # ...and an inset spans this share of the frame's width and height at least
+SMOOTH = 0.25  # a bar's texture is under this share of the median column's (row's)
+MIN_MOVING = 5  # frames with motion needed before still edges tell an inset
+CENTRE = 0.9  # the centre code hashes the middle CENTRE of each side of the picture
+
 # Limits. Size and duration are settings (max_file_bytes, max_video_seconds in config.py),
 # which every caller passes; these two are the extractor's own.
 MAX_FRAMES = 1000  # kept frames; past this the signature stops (marked partial)
 MAX_PIXELS = 8192 * 4320  # one frame (8K); larger is refused before decoding
 
 VIDEO_VERSION_BASE = (
-    f"video1-phash{HASH_SIZE * HASH_SIZE}-lanczos{THUMB}-work{WORK_MIN}"
+    f"video2-phash{HASH_SIZE * HASH_SIZE}-lanczos{THUMB}-work{WORK_MIN}"
     f"-bar{BAR_STD:g}-blank{BLANK_STD:g}-drift{DRIFT_BITS}-gap{MIN_GAP:g}"
     f"-cut{CUT_BITS}-prune{PRUNE_BITS}"
+    f"-inset{EDGE_STEP:g}x{INSET_STILL:g}x{INSET_LINE:g}x{INSET_COVER:g}x{INSET_MIN:g}-smooth{SMOOTH:g}-moving{MIN_MOVING}-centre{CENTRE:g}"
 )
 
 
@@ -120,6 +130,12 @@ class VideoFrames:
               right (float32, n x 4); (0, 0, 1, 1) when there were no bars
     images    the kept frames as RGB PIL images (bars cut, short side at most
               `image_size`) when asked for (keep_images=True), for CLIP vectors; else None
+    inner     pHash of the inset each frame shows, when its picture is set in a frame
+              whose bars are not uniform (blurred, gradient) or over another video
+              (picture in picture); the frame's code when none is found (uint64, n)
+    centre    pHash of the middle CENTRE of each side of the inset (or frame), which
+              lands near a cropped copy's code (uint64, n)
+    inner_mirrored, centre_mirrored: the same, of the frame flipped left-right
     partial   True when decoding stopped early (truncated or corrupt data, or
               max_frames reached) and these are the frames decoded so far; `note` says why
     """
@@ -138,14 +154,32 @@ class VideoFrames:
     note: str = ""
     images: list | None = None
     version: str = VIDEO_VERSION
+    inner: np.ndarray | None = None
+    inner_mirrored: np.ndarray | None = None
+    centre: np.ndarray | None = None
+    centre_mirrored: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        # Frames with no inset or centre code of their own (a baseline, a test's frames)
+        # stand for themselves.
+        for name, like in (("inner", self.codes), ("inner_mirrored", self.mirrored),
+                           ("centre", self.codes), ("centre_mirrored", self.mirrored)):
+            if getattr(self, name) is None:
+                setattr(self, name, like)
 
     def __len__(self) -> int:
         return len(self.codes)
 
+    def views(self, mirrored: bool = False) -> np.ndarray:
+        """(3, n): each frame's code, inset code and centre code (of the mirror image)."""
+        if mirrored:
+            return np.stack([self.mirrored, self.inner_mirrored, self.centre_mirrored]).astype(np.uint64)
+        return np.stack([self.codes, self.inner, self.centre]).astype(np.uint64)
+
     def distinct(self, radius: int) -> int:
         """How many distinct frames (leaders at `radius`, the match radius): 1 for a still
         video."""
-        return int(_leaders(self.codes, radius).max(initial=-1) + 1)
+        return int(_leaders(self.inner, radius).max(initial=-1) + 1)
 
 
 # --------------------------------------------------------------------------------------
@@ -318,6 +352,108 @@ def _frame_low(g: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
     return _resize_dct(bottom - top) @ x @ _resize_dct(right - left).T
 
 
+def _lines(edged: np.ndarray, axis: int) -> list[int]:
+    """Candidate sides: the lines (columns for axis 0) edged over INSET_LINE of their
+    length that are local maxima, the four strongest, as boundary positions."""
+    share = edged.mean(axis=axis)
+    if len(share) < 3:
+        return []
+    peak = (share >= INSET_LINE) & (share >= np.r_[0, share[:-1]]) & (share >= np.r_[share[1:], 0])
+    idx = np.flatnonzero(peak)
+    return (idx[np.argsort(-share[idx], kind="stable")[:4]] + 1).tolist()
+
+
+def _inset_box(steps_x: np.ndarray, steps_y: np.ndarray) -> tuple[int, int, int, int] | None:
+    """The box of a picture set inside the frame, found by its straight, still edges, or
+    None.
+
+    Bars that are not uniform (a blurred, enlarged copy of the picture; a gradient) and a
+    picture in picture (the video scaled over another one) are not cut by `_content_box`.
+    What they share is a straight step along the inset's sides that stays put while the
+    picture moves. `steps_x` (h x w-2) is the share of moving frames in which the grey
+    level jumps by EDGE_STEP or more between working pixels c-1 and c+1 (`steps_y` the
+    same down the rows); a pixel where that held in INSET_STILL of them is a still edge.
+    Content edges move with the picture; the inset's sides do not. A side is a column
+    (row) still-edged over INSET_COVER of the inset's height (width); the sides must
+    enclose INSET_MIN of the frame each way, and at least two must be such lines (the
+    others may be the frame's edges): a pillarbox has two, a picture in picture four, or
+    two or three when it touches the frame's edges.
+    """
+    ex, ey = steps_x >= INSET_STILL, steps_y >= INSET_STILL
+    h, w = ey.shape[0] + 2, ex.shape[1] + 2
+    if min(h, w) < 3 * MIN_CONTENT:
+        return None
+    cols, rows = _lines(ex, 0), _lines(ey, 1)
+    if len(cols) + len(rows) < 2:
+        return None
+    best, best_key = None, (1, 0.0)
+    for t in [0] + rows:
+        for b in [h] + rows:
+            if b - t < INSET_MIN * h:
+                continue
+            for lft in [0] + cols:
+                for r in [w] + cols:
+                    if r - lft < INSET_MIN * w:
+                        continue
+                    cover = []
+                    if lft:
+                        cover.append(ex[t:b, lft - 1].mean())
+                    if r < w:
+                        cover.append(ex[t:b, r - 1].mean())
+                    if t:
+                        cover.append(ey[t - 1, lft:r].mean())
+                    if b < h:
+                        cover.append(ey[b - 1, lft:r].mean())
+                    if len(cover) < 2 or min(cover) < INSET_COVER:
+                        continue
+                    key = (len(cover), float(min(cover)))
+                    if key > best_key:
+                        best, best_key = (t, lft, b, r), key
+    if best is None:
+        return None
+    t, lft, b, r = best
+    # A side at p is the step from p-1 to p+1: p blends inset and surround, left out.
+    return t + (t > 0), lft + (lft > 0), b, r
+
+
+def _smooth_box(texture: np.ndarray) -> tuple[int, int, int, int] | None:
+    """The box inside smooth bars: columns (rows) from each edge whose texture (mean
+    |second difference| over the moving frames) is under SMOOTH of the median column's.
+    A blurred or gradient fill has next to none; a picture's own plain stretch (a sky)
+    moves across it, or is cut alike in every copy. None when nothing is cut."""
+    h, w = texture.shape[0] + 2, texture.shape[1] + 2
+    cols, rows = texture.mean(axis=0), texture.mean(axis=1)
+    cs = _span(cols >= SMOOTH * np.median(cols))
+    rs = _span(rows >= SMOOTH * np.median(rows))
+    if cs is None or rs is None:
+        return None
+    box = (rs[0] + 1, cs[0] + 1, rs[1] + 1, cs[1] + 1)
+    if box == (1, 1, h - 1, w - 1) or box[2] - box[0] < INSET_MIN * h or box[3] - box[1] < INSET_MIN * w:
+        return None
+    # The frame's outer line is never in the texture: an uncut side keeps it.
+    return (box[0] if box[0] > 1 else 0, box[1] if box[1] > 1 else 0,
+            box[2] if box[2] < h - 1 else h, box[3] if box[3] < w - 1 else w)
+
+
+def _inset_of(steps_x: np.ndarray, steps_y: np.ndarray, texture: np.ndarray
+              ) -> tuple[int, int, int, int] | None:
+    """The picture inside smooth bars (`_smooth_box`), and inside that a picture in
+    picture (`_inset_box`); None when neither is found."""
+    box = _smooth_box(texture)
+    t, lft, b, r = box or (0, 0, steps_x.shape[0], steps_x.shape[1] + 2)
+    inner = _inset_box(steps_x[t:b, lft:max(lft, r - 2)], steps_y[t:max(t, b - 2), lft:r])
+    if inner is None:
+        return box
+    return t + inner[0], lft + inner[1], t + inner[2], lft + inner[3]
+
+
+def _centre_box(box: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    top, left, bottom, right = box
+    dh = round((bottom - top) * (1 - CENTRE) / 2)
+    dw = round((right - left) * (1 - CENTRE) / 2)
+    return top + dh, left + dw, bottom - dh, right - dw
+
+
 # --------------------------------------------------------------------------------------
 # Decoding and sampling
 # --------------------------------------------------------------------------------------
@@ -455,6 +591,7 @@ def video_frames(
                     "(truncated or damaged file); the frames decoded are kept")
         if partial:
             _log.info("partial video: %s", note)
+    views = sampler.finish()
     return VideoFrames(
         times=np.asarray(sampler.times, dtype=np.float64),
         codes=np.asarray(sampler.codes, dtype=np.uint64),
@@ -463,6 +600,7 @@ def video_frames(
         duration=float(duration), width=width, height=height, fps=rate,
         decoded=decoded, blank=sampler.blank, partial=partial, note=note,
         images=sampler.images if keep_images else None, version=video_version(fps),
+        **views,
     )
 
 
@@ -486,8 +624,15 @@ class _Sampler:
     mirrored: list = field(default_factory=list)
     crops: list = field(default_factory=list)
     images: list = field(default_factory=list)
+    greys: list = field(default_factory=list)  # kept frames' working images and boxes
     blank: int = 0
     prev: int | None = None  # the last decoded frame's code (a cut: far from it)
+    # Still edges: per working pixel, how many moving frames had a step there.
+    steps_x: np.ndarray | None = None
+    steps_y: np.ndarray | None = None
+    texture: np.ndarray | None = None  # summed |second differences| of moving frames
+    moving: int = 0
+    last_moving: int | None = None
 
     def add(self, frame: Any, t: float) -> None:
         g, k = _grey(frame)
@@ -499,6 +644,7 @@ class _Sampler:
         low = _frame_low(g, box)
         code = int(_codes_from_low(low[None])[0])
         prev, self.prev = self.prev, code
+        self._count_steps(g, code)
         if self.codes:
             dist = (code ^ self.codes[-1]).bit_count()
             gap = t - self.times[-1]
@@ -511,20 +657,65 @@ class _Sampler:
         self.times.append(t)
         self.codes.append(code)
         self.mirrored.append(int(_codes_from_low((low * _MIRROR)[None])[0]))
+        self.greys.append((np.asarray(g, dtype=np.float32), box))
         gh, gw = g.shape
         top, left, bottom, right = box
         self.crops.append((top / gh, left / gw, bottom / gh, right / gw))
         if self.keep_images:
-            self.images.append(_rgb(frame, box, k, self.image_size))
+            self.images.append(_rgb(frame.to_image(), box, k, self.image_size))
+
+    def _count_steps(self, g: np.ndarray, code: int) -> None:
+        """Add the frame's steps to the still-edge counts when the picture moved since the
+        last frame counted (a still shot counts once: its edges stand still, like bars)."""
+        if self.last_moving is not None and (code ^ self.last_moving).bit_count() <= PRUNE_BITS:
+            return
+        g = np.asarray(g, dtype=np.float32)
+        if self.steps_x is not None and self.steps_x.shape != (g.shape[0], g.shape[1] - 2):
+            return  # the frame size changed: the counts hold the first size only
+        sx = np.abs(g[:, 2:] - g[:, :-2]) > EDGE_STEP
+        sy = np.abs(g[2:] - g[:-2]) > EDGE_STEP
+        mid = g[1:-1, 1:-1]
+        tex = (np.abs(g[1:-1, 2:] + g[1:-1, :-2] - 2 * mid) + np.abs(g[2:, 1:-1] + g[:-2, 1:-1] - 2 * mid))
+        if self.steps_x is None:
+            self.steps_x, self.steps_y = sx.astype(np.int32), sy.astype(np.int32)
+            self.texture = tex
+        else:
+            self.steps_x += sx
+            self.steps_y += sy
+            self.texture += tex
+        self.moving += 1
+        self.last_moving = code
+
+    def finish(self) -> dict[str, Any]:
+        """The inset (one for the video: a layout stays put), and each kept frame's inset
+        and centre codes."""
+        inset = None
+        if self.moving >= MIN_MOVING:
+            inset = _inset_of(self.steps_x / self.moving, self.steps_y / self.moving, self.texture)
+        lows = []
+        for g, box in self.greys:
+            inner = box
+            if inset is not None and g.shape == (self.steps_x.shape[0], self.steps_x.shape[1] + 2):
+                t, lft, b, r = inset
+                t, lft, b, r = max(t, box[0]), max(lft, box[1]), min(b, box[2]), min(r, box[3])
+                if b - t >= MIN_CONTENT and r - lft >= MIN_CONTENT:
+                    inner = (t, lft, b, r)
+            low_in, low_c = _frame_low(g, inner), _frame_low(g, _centre_box(inner))
+            lows.append((low_in, low_in * _MIRROR, low_c, low_c * _MIRROR))
+        views = [_codes_from_low(np.stack([x[i] for x in lows])) if lows else np.zeros(0, np.uint64)
+                 for i in range(4)]
+        self.greys = []
+        return {"inner": views[0], "inner_mirrored": views[1], "centre": views[2],
+                "centre_mirrored": views[3]}
 
 
-def _rgb(frame: Any, box: tuple[int, int, int, int], k: int, image_size: int):
+def _rgb(image: Any, box: tuple[int, int, int, int], k: int, image_size: int):
     """The kept frame in colour for an image encoder (CLIP): bars cut, short side at most
     image_size."""
     from PIL import Image
 
     top, left, bottom, right = box
-    image = frame.to_image().crop((left * k, top * k, right * k, bottom * k))
+    image = image.crop((left * k, top * k, right * k, bottom * k))
     short = min(image.size)
     if short > image_size:
         f = image_size / short
@@ -595,11 +786,20 @@ def _monotone_matches(match: np.ndarray) -> np.ndarray:
     return np.asarray(pairs[::-1], dtype=np.int64).reshape(-1, 2)
 
 
-def _directed(codes_a: np.ndarray, codes_b: np.ndarray, la: np.ndarray, lb: np.ndarray,
+def near_matrix(views_a: np.ndarray, views_b: np.ndarray, radius: int) -> np.ndarray:
+    """(len a, len b) booleans: frames that match, by any of their views (code, inset,
+    centre; `VideoFrames.views`) within radius of any of the other's: a pillarboxed copy
+    matches by its inset, a cropped one by the source's centre."""
+    views_a, views_b = np.atleast_2d(views_a), np.atleast_2d(views_b)
+    dist = hamming(views_a[:, None, :, None], views_b[None, :, None, :])
+    return (dist <= radius).any(axis=(0, 1))
+
+
+def _directed(views_a: np.ndarray, views_b: np.ndarray, la: np.ndarray, lb: np.ndarray,
               radius: int) -> tuple[float, np.ndarray, int]:
     """Share of the shorter side's frames matched in order, and the distinct clusters the
     matches span (the smaller of the two sides)."""
-    near = hamming_matrix(codes_a, codes_b) <= radius
+    near = near_matrix(views_a, views_b, radius)
     best = (0.0, np.zeros((0, 2), dtype=np.int64), 0)
     # Each direction: the share of that video's frames found, in order, in the other.
     for flip in (False, True):
@@ -623,12 +823,13 @@ def video_match(a: VideoFrames, b: VideoFrames, radius: int) -> VideoMatch:
     empty = VideoMatch(0.0, np.zeros((0, 2), dtype=np.int64), False, 0)
     if len(a) == 0 or len(b) == 0:
         return empty
-    la, lb = _leaders(a.codes, radius), _leaders(b.codes, radius)
+    la, lb = _leaders(a.inner, radius), _leaders(b.inner, radius)
     da, db = int(la.max()) + 1, int(lb.max()) + 1
     need = min(MIN_DISTINCT, max(da, db))
     best = empty
-    for mirrored, codes_b in ((False, b.codes), (True, b.mirrored)):
-        share, pairs, distinct = _directed(a.codes, codes_b, la, lb, radius)
+    views_a = a.views()
+    for mirrored in (False, True):
+        share, pairs, distinct = _directed(views_a, b.views(mirrored), la, lb, radius)
         score = share * min(1.0, distinct / need)
         if score > best.score:
             best = VideoMatch(float(score), pairs, mirrored, distinct)

@@ -1,7 +1,9 @@
 """The `video` signal: keyframe hashes of an item's video, matched in temporal order.
 
-The signature keeps each sampled frame's time, pHash and mirrored pHash. The Hamming index
-holds one entry per frame (id pk * 4096 + frame); a new video's frames, as they are and
+The signature keeps each sampled frame's time and three pHashes, each also of the mirror
+image: the frame's, its inset's (bars that are not uniform, a picture in picture cut
+off) and its centre's (a cropped copy's frame lands near it). The Hamming index holds
+the three codes of every frame (id pk * 4096 + k); a new video's codes, as they are and
 mirrored, are searched in it, and an item whose frames are hit at least `min_frame_hits`
 times becomes a candidate; the alignment in `video_match` then decides.
 """
@@ -20,7 +22,8 @@ from ..index.slots import entry_ids
 from ..input.items import LoadedItem
 from .base import Signal
 
-MAX_FRAMES = 4096  # frame ids per item in the index (pk * 4096 + frame)
+MAX_FRAMES = 4096  # entry ids per item in the index (pk * 4096 + k): 3 codes a kept frame
+ROWS = 7  # a packed signature: times, then codes, inset and centre codes, each as is and mirrored
 
 
 @dataclass(frozen=True)
@@ -58,24 +61,29 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
     @staticmethod
     def pack(frames: VideoFrames) -> bytes:
         return np.concatenate([frames.times.astype("<f8").view("<u8"), frames.codes.astype("<u8"),
-                               frames.mirrored.astype("<u8")]).tobytes()
+                               frames.mirrored.astype("<u8"), frames.inner.astype("<u8"),
+                               frames.inner_mirrored.astype("<u8"), frames.centre.astype("<u8"),
+                               frames.centre_mirrored.astype("<u8")]).tobytes()
 
     @staticmethod
     def unpack(blob: bytes) -> VideoFrames:
-        raw = np.frombuffer(blob, "<u8").reshape(3, -1)
+        raw = np.frombuffer(blob, "<u8").reshape(ROWS, -1)
         n = raw.shape[1]
         return VideoFrames(times=raw[0].view("<f8").astype(np.float64), codes=raw[1].astype(np.uint64),
                            mirrored=raw[2].astype(np.uint64), crops=np.zeros((n, 4), np.float32),
                            duration=float(raw[0].view("<f8")[-1]) if n else 0.0, width=0, height=0,
-                           fps=0.0, decoded=n, blank=0)
+                           fps=0.0, decoded=n, blank=0, inner=raw[3].astype(np.uint64),
+                           inner_mirrored=raw[4].astype(np.uint64), centre=raw[5].astype(np.uint64),
+                           centre_mirrored=raw[6].astype(np.uint64))
 
     def new_index(self) -> HammingIndex:
         return HammingIndex()
 
     def index_add(self, index: HammingIndex, pks: np.ndarray, values: list[VideoFrames]) -> None:
         for pk, frames in zip(pks.tolist(), values):
-            ids = entry_ids(pk, MAX_FRAMES, len(frames))
-            index.add(ids, frames.codes[: len(ids)])
+            codes = frames.views().ravel()  # every frame's code, then inset, then centre codes
+            ids = entry_ids(pk, MAX_FRAMES, len(codes))
+            index.add(ids, codes[: len(ids)])
 
     def index_remove(self, index: HammingIndex, pks: np.ndarray) -> None:
         if len(index):  # (every id a chunk's items could own is thousands each: not for nothing)
@@ -84,7 +92,8 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
     def search(self, index: HammingIndex, values: list[VideoFrames]) -> tuple[np.ndarray, np.ndarray]:
         rows, found = [], []
         for row, frames in enumerate(values):
-            hits = index.search(np.concatenate([frames.codes, frames.mirrored]), self.config.frame_radius)
+            hits = index.search(np.concatenate([frames.views().ravel(), frames.views(True).ravel()]),
+                                self.config.frame_radius)
             owners, counts = np.unique(hits.ids // MAX_FRAMES, return_counts=True)
             owners = owners[counts >= self.config.min_frame_hits]
             rows.append(np.full(len(owners), row, np.int64))
