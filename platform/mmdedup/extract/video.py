@@ -38,6 +38,17 @@ colour) are cut off, on a small grey thumbnail; blank frames (black, fades, flat
 carry no identity and are skipped: every black frame hashes alike, and counting them would
 match any two videos that fade to black.
 
+Not every frame around a picture is a uniform bar. A re-post boxes it in a blurred,
+enlarged copy of itself or a gradient, or scales it over another video (picture in
+picture), or crops a few percent off. So each kept frame carries two more codes. Its inset
+code hashes the picture inside what surrounds it, found once for the whole video from its
+moving frames (a layout stays put while the picture moves): smooth bars (columns and rows
+at the edges with next to no texture, `_smooth_box`), and inside them a box whose sides
+are straight edges that stay still while content edges move (`_inset_box`). Its centre
+code hashes the middle CENTRE of the inset (or frame), which lands near the full frame of
+a copy cropped by about as much. Two frames match when any code of one is within the
+radius of any code of the other.
+
 Everything here is pure: bytes or a path in, a `VideoFrames` (numpy arrays) out. Videos are
 untrusted input: size, duration and frame size are bounded and every refusal is a
 `VideoError` with a short machine-readable reason the ingest records against the item.
