@@ -173,3 +173,32 @@ def pairs_by_ids(home: Path, url: str) -> dict[tuple[str, str], tuple]:
         return {tuple(sorted((x.a, x.b))): (round(x.score, 6), x.tier, x.kind,
                                             tuple(sorted(x.signals.items())))
                 for x in p.pairs("weak")}
+
+
+def encode_with_subtitles(frames: list[np.ndarray], srt: str, path: Path, fps: int = FPS) -> None:
+    """Frames as H.264 and a SubRip text as a subtitle stream, muxed into Matroska at
+    `path` (the subtitle packets copied from FFmpeg's SubRip demuxer)."""
+    with av.open(io.BytesIO(srt.encode()), format="srt") as src, av.open(str(path), "w", format="matroska") as out:
+        v = out.add_stream("libx264", rate=fps)
+        v.height, v.width = frames[0].shape[:2]
+        v.pix_fmt = "yuv420p"
+        v.options = {"preset": "ultrafast"}
+        s = out.add_stream_from_template(src.streams.subtitles[0])
+        for f in frames:
+            for p in v.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(f), format="rgb24")):
+                out.mux(p)
+        for p in v.encode():
+            out.mux(p)
+        for packet in src.demux(src.streams.subtitles[0]):
+            if packet.size:
+                packet.stream = s
+                out.mux(packet)
+
+
+def srt_of(lines: list[str], step: float = 1.5) -> str:
+    """A SubRip file showing each line for `step` seconds in turn."""
+    def stamp(t: float) -> str:
+        ms = round(t * 1000)
+        return f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d},{ms % 1000:03d}"
+    return "".join(f"{i + 1}\n{stamp(i * step)} --> {stamp((i + 1) * step - 0.1)}\n{line}\n\n"
+                   for i, line in enumerate(lines))

@@ -319,7 +319,7 @@ def test_a_long_manifest_line_is_refused_while_read(platform: Platform, tmp_path
 # Every reason documented
 # --------------------------------------------------------------------------------------
 
-ERRORS = {"InputError", "PageError", "ImageError", "VideoError"}
+ERRORS = {"InputError", "PageError", "ImageError", "VideoError", "SubtitleError"}
 
 
 def emitted_reasons() -> set[str]:

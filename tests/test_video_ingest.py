@@ -3,6 +3,7 @@ re-encoded), other clips not, broken and audio-only files recorded with their re
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -112,3 +113,67 @@ def test_edited_copies_paired_at_medium_and_lookalike_not(platform: Platform, ed
         pair = pairs.get(tuple(sorted(("orig.mp4", copy))))
         assert pair is not None and pair["tier"] in ("strong", "medium"), (copy, pair)
     assert not any("lookalike.mp4" in key for key in pairs), pairs
+
+
+SAID = ["The harbour opens at six and the first boats leave before the fog lifts",
+        "Fishermen sort the night catch on the quay while gulls circle the cranes",
+        "By noon the market hall is full of buyers from the inland towns",
+        "Prices are chalked on slate boards and change as the ice melts",
+        "In the evening the nets are mended under the lamps of the old warehouse"]
+OTHER = ["A mountain railway climbs through tunnels cut by hand a century ago",
+         "Snow closes the pass each winter and the line runs only to the lower station",
+         "Engineers inspect the rack rails every spring before the tourist season",
+         "The summit hotel keeps a logbook of every train since the opening day",
+         "From the terrace walkers watch eagles ride the warm air over the glacier"]
+
+
+@pytest.fixture(scope="module")
+def subtitled(tmp_path_factory, photos):
+    """Clips with their words: a clip and a re-encode of it with the same subtitles (one
+    as .srt, one as .vtt), a third video that says the same in a subtitle stream, a
+    different clip with different subtitles, and one whose .srt is broken."""
+    from helpers import encode_with_subtitles, srt_of
+
+    folder = tmp_path_factory.mktemp("subtitled")
+    frames = clip(photos["astronaut"], photos["coffee"])
+    encode(frames, path=folder / "a.mp4")
+    encode(frames, path=folder / "a-low.mp4", codec="mpeg4", bit_rate=80_000)
+    still = [view(photos["chelsea"], 0.5, 0.5, 0.8)] * 50  # other pictures, the same words
+    encode_with_subtitles(still, srt_of(SAID), folder / "said.mkv")
+    encode(clip(photos["rocket"], photos["camera"]), path=folder / "b.mp4")
+    srt = srt_of(SAID)
+    (folder / "a.srt").write_text(srt)
+    (folder / "a.vtt").write_text("WEBVTT\n\n" + srt_of([f"<v Narrator>{x}" for x in SAID]).replace(",", "."))
+    (folder / "b.srt").write_text(srt_of(OTHER))
+    (folder / "broken.srt").write_text("1\nthis is not a timing line\nHello\n")
+    items = [{"id": "a", "video": "a.mp4", "subtitles": "a.srt"},
+             {"id": "a-low", "video": "a-low.mp4", "subtitles": "a.vtt"},
+             {"id": "said", "video": "said.mkv"},
+             {"id": "b", "video": "b.mp4", "subtitles": "b.srt"},
+             {"id": "broken", "video": "b.mp4", "subtitles": "broken.srt"}]
+    manifest = folder / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(x) + "\n" for x in items))
+    return manifest
+
+
+def test_subtitles_reach_the_text_signal(platform: Platform, subtitled: Path) -> None:
+    report = platform.ingest(subtitled)
+    failures = {f["key"]: f for f in platform.failures()}
+    assert set(failures) == {"broken"} and failures["broken"]["reason"] == "bad_subtitles"
+    assert "broken.srt" in failures["broken"]["detail"]
+    assert report.new == 4
+    pairs = {tuple(sorted((p["a"], p["b"]))): p for p in platform.pairs("weak")}
+    # The same words from a .srt, a .vtt and a subtitle stream: matched as text.
+    for key in (("a", "a-low"), ("a", "said"), ("a-low", "said")):
+        assert pairs[key]["signals"]["text"] >= 0.9, pairs[key]
+    # Different clips saying different things: no pair, by text or by picture.
+    assert not any("b" in key for key in pairs), pairs
+
+
+def test_subtitles_field_is_checked() -> None:
+    from mmdedup.input.items import InputError, Item
+
+    with pytest.raises(InputError, match="srt or .vtt"):
+        Item.from_dict({"id": "x", "video": "x.mp4", "subtitles": "x.txt"})
+    with pytest.raises(InputError, match="must be a string"):
+        Item.from_dict({"id": "x", "video": "x.mp4", "subtitles": ["x.srt"]})

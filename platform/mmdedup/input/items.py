@@ -21,6 +21,7 @@ from PIL import Image
 from ..config import Settings
 from ..extract.image import ImageCodes, ImageError, codes_of, load_picture
 from ..extract.normalize import text_hash
+from ..extract.subtitles import SubtitleError, parse_subtitles, stream_subtitles
 from ..extract.video import VideoError, VideoFrames, video_frames
 from ..extract.web import PageError, PageSignals, extract_page
 
@@ -36,7 +37,8 @@ MEDIA_TYPES = {
     ".mpeg": "video/mpeg", ".ts": "video/mp2t", ".flv": "video/x-flv",
     ".html": "text/html", ".htm": "text/html", ".xhtml": "application/xhtml+xml",
 }
-MANIFEST_FIELDS = {"id", "title", "text", "html", "images", "video", "meta"}
+MANIFEST_FIELDS = {"id", "title", "text", "html", "images", "video", "subtitles", "meta"}
+SUBTITLE_EXTENSIONS = {".srt", ".vtt"}
 MAX_ID_CHARS = 512  # the id column's size
 # Python reads and writes no longer integer (sys.int_info.default_max_str_digits).
 MAX_INT_DIGITS = 4300
@@ -68,6 +70,7 @@ class Item:
     images: list[str] = field(default_factory=list)
     video: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    subtitles: str | None = None  # an .srt or .vtt file of the video's words
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Item:
@@ -82,9 +85,12 @@ class Item:
         unknown = set(data) - MANIFEST_FIELDS
         if unknown:
             raise InputError("invalid_field", f"unknown field(s): {', '.join(sorted(unknown))}")
-        for name in ("title", "text", "html", "video"):
+        for name in ("title", "text", "html", "video", "subtitles"):
             if data.get(name) is not None and not isinstance(data[name], str):
                 raise InputError("invalid_field", f"\"{name}\" must be a string")
+        subtitles = data.get("subtitles")
+        if subtitles is not None and Path(subtitles).suffix.lower() not in SUBTITLE_EXTENSIONS:
+            raise InputError("invalid_field", "\"subtitles\" must name an .srt or .vtt file")
         images = data.get("images") or []
         if isinstance(images, str):
             images = [images]
@@ -101,6 +107,7 @@ class Item:
             images=list(images),
             video=data.get("video"),
             meta=meta,
+            subtitles=subtitles,
         )
 
 
@@ -115,7 +122,7 @@ def check_item(item: Item, max_meta_depth: int) -> None:
     a failure row on SQLite and PostgreSQL alike, never an aborted chunk."""
     _check_id(item.id)
     fields = [("title", item.title), ("text", item.text), ("html", item.html),
-              ("video", item.video)] + [(f"images[{i}]", p) for i, p in enumerate(item.images)]
+              ("video", item.video), ("subtitles", item.subtitles)] + [(f"images[{i}]", p) for i, p in enumerate(item.images)]
     for name, value in fields:
         if isinstance(value, str):
             _check_string(name, value)
@@ -234,19 +241,28 @@ class LoadedItem:
     # cluster's workers run `Signal.worker_extract` (CLIP's vectors) and send these, not
     # the pixels.
     extracted: dict[str, Any] = field(default_factory=dict)
+    # The words of its video: the subtitles file the manifest names, else the video's
+    # own subtitle stream.
+    subtitles: str | None = None
 
     @property
     def signal_text(self) -> str:
-        """What the text signal reads: the item's text, else its page's main text, else
-        its title."""
-        return text_for_signals(self.item.title, self.item.text, self.main_text)
+        """What the text signal reads: the item's text, else its page's main text, with
+        its video's subtitles after it; else its title."""
+        return text_for_signals(self.item.title, self.item.text, self.main_text, self.subtitles)
 
 
-def text_for_signals(title: str | None, text: str | None, page_text: str | None) -> str:
-    for candidate in (text, page_text, title):
-        if candidate and candidate.strip():
-            return candidate
-    return ""
+def text_for_signals(title: str | None, text: str | None, page_text: str | None,
+                     subtitles: str | None = None) -> str:
+    """Subtitles join the body rather than stand in for it: two re-posts of a clip with
+    the same caption and the same subtitles match on both, and a video alone is matched
+    on what is said in it."""
+    body = next((c for c in (text, page_text) if c and c.strip()), None)
+    if subtitles and subtitles.strip():
+        return f"{body}\n{subtitles}" if body else subtitles
+    if body:
+        return body
+    return title if title and title.strip() else ""
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -305,7 +321,7 @@ def input_bytes(item: Item, root: Path | None) -> int:
     """About what loading the item holds in memory: its text and the size of each file
     it names (0 for one that cannot be found: loading will say why)."""
     size = len(item.text or "") + len(item.title or "")
-    for rel in [item.html, *item.images, item.video]:
+    for rel in [item.html, *item.images, item.video, item.subtitles]:
         if rel:
             try:
                 size += resolve_path(rel, root).stat().st_size
@@ -322,6 +338,7 @@ class ReadItem:
     item: Item
     assets: list[LoadedAsset]
     fingerprint: str
+    subtitles: str | None = None  # the words of the subtitles file the item names
 
 
 def load_item(item: Item, root: Path | None, settings: Settings, *, keep_pixels: bool = False) -> LoadedItem:
@@ -349,9 +366,20 @@ def read_item(item: Item, root: Path | None, settings: Settings) -> ReadItem:
         media_type = MEDIA_TYPES.get(ext, "application/octet-stream")
         assets.append(LoadedAsset(role, position, rel, path, hashlib.sha256(data).hexdigest(),
                                   len(data), media_type, data))
-    fingerprint = _sha256(_fingerprint_json(
-        [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]]))
-    return ReadItem(item, assets, fingerprint)
+    parts = [item.title, item.text, item.meta, [(a.role, a.path, a.sha256) for a in assets]]
+    subtitles = None
+    if item.subtitles:
+        if not item.video:
+            raise InputError("invalid_field", "\"subtitles\" are a video's: the item has no \"video\"")
+        path = resolve_path(item.subtitles, root)
+        raw = read_text_file(path, item.subtitles, settings)
+        try:
+            subtitles = parse_subtitles(raw, item.subtitles)
+        except SubtitleError as exc:
+            raise InputError(exc.reason, f"{item.subtitles}: {exc.detail}") from exc
+        parts.append(["subtitles", item.subtitles, _sha256(raw)])  # (items without keep their fingerprint)
+    fingerprint = _sha256(_fingerprint_json(parts))
+    return ReadItem(item, assets, fingerprint, subtitles)
 
 
 def finish_item(read: ReadItem, settings: Settings, *, keep_pixels: bool = False) -> LoadedItem:
@@ -360,6 +388,10 @@ def finish_item(read: ReadItem, settings: Settings, *, keep_pixels: bool = False
     signals that read pixels. The files' bytes are let go once decoded: nothing after
     loading reads them, and a chunk of loaded items is held until it commits."""
     item, assets = read.item, read.assets
+    clip = next((a for a in assets if a.role == "video"), None)
+    subtitles = read.subtitles
+    if subtitles is None and clip is not None:
+        subtitles = stream_subtitles(clip.data)
     try:
         images, decoded, video = _decode_media(assets, settings, keep_pixels)
     except _Unreadable as bad:
@@ -376,7 +408,8 @@ def finish_item(read: ReadItem, settings: Settings, *, keep_pixels: bool = False
             raise InputError("page_error", f"{html.path}: {type(exc).__name__}: {exc}") from exc
         if not page.text.strip() and not (item.text or "").strip() and len(assets) == 1:
             raise InputError("empty_content", f"{html.path}: the page has no main text")
-    body_hash = text_hash(item.text) or text_hash(page.text if page else None) or text_hash(item.title)
+    body_hash = (text_hash(item.text) or text_hash(page.text if page else None) or text_hash(subtitles)
+                 or text_hash(item.title))
     if body_hash is None and not assets:
         raise InputError("empty_content", "the item has no text, html, images or video")
     parts = [f"text:{body_hash or ''}"] + sorted(f"{a.role}:{a.sha256}" for a in assets)
@@ -384,7 +417,7 @@ def finish_item(read: ReadItem, settings: Settings, *, keep_pixels: bool = False
     for asset in assets:
         asset.data = b""
     return LoadedItem(item, assets, body_hash, content_key, read.fingerprint, page, images=images,
-                      video=video, pictures=decoded)
+                      video=video, pictures=decoded, subtitles=subtitles)
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)

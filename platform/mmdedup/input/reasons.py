@@ -52,5 +52,6 @@ REASONS: dict[str, str] = {
                        "frame size limit",
     "corrupt_video": "the video cannot be opened or no frame of it decodes",
     "no_video_stream": "the file holds no video stream (audio only, or cover art)",
+    "bad_subtitles": "the `subtitles` file is not valid SubRip (`.srt`) or WebVTT (`.vtt`)",
     "video_too_long": "the video is longer than `max_video_seconds`",
 }

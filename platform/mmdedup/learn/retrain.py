@@ -305,8 +305,7 @@ class Job:
         with self.sessions() as session:
             decisions = decisions_in_force(session)
             pks = sorted({pk for pair in decisions for pk in pair})
-            texts = {pk: text_for_signals(title, text, page)
-                     for pk, title, text, page in texts_of(session, pks)}
+            texts = {pk: text_for_signals(*parts) for pk, *parts in texts_of(session, pks)}
         return [(texts[a], texts[b], d == "duplicate") for (a, b), d in sorted(decisions.items())
                 if texts.get(a, "").strip() and texts.get(b, "").strip()]
 

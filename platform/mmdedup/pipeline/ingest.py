@@ -490,7 +490,7 @@ def _upsert_items(
 
 def _item_row(li: LoadedItem, settings: Settings, now: datetime) -> tuple:
     item = li.item
-    return (item.id, item.title, item.text, item.meta, li.text_hash, li.content_key, li.fingerprint,
+    return (item.id, item.title, item.text, li.subtitles, item.meta, li.text_hash, li.content_key, li.fingerprint,
             *class_and_time(item.meta, settings.class_field, settings.time_field, now))
 
 

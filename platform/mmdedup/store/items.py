@@ -13,8 +13,8 @@ from sqlalchemy.orm import Session
 from .db import dialect_insert, insert_rows, select_in
 from .schema import Asset, Failure, Item, Pair, Signature, SignatureVersion, StoreState, Unsearched, digest_hex
 
-ITEM_COLUMNS = ("id", "title", "text", "meta", "text_hash", "content_key", "fingerprint", "class_name", "item_time")
-_TEXT_ROW = (Item.pk, Item.title, Item.text, Item.page_text)  # what the text signal signs from
+ITEM_COLUMNS = ("id", "title", "text", "subtitles", "meta", "text_hash", "content_key", "fingerprint", "class_name", "item_time")
+_TEXT_ROW = (Item.pk, Item.title, Item.text, Item.page_text, Item.subtitles)  # what the text signal signs from
 
 
 # --- ingest ----------------------------------------------------------------------------
@@ -236,7 +236,8 @@ def newest_texts(session: Session, through: int, limit: int) -> list[tuple[int, 
 
 
 def _texts_through(through: int | None) -> Select:
-    """(pk, title, text, page text) of the items with text, up to pk `through` if given."""
+    """(pk, title, text, page text, subtitles) of the items with text, up to pk `through`
+    if given."""
     query = select(*_TEXT_ROW).where(Item.text_hash.is_not(None))
     return query if through is None else query.where(Item.pk <= through)
 
@@ -248,8 +249,8 @@ def last_text_pk(session: Session) -> int:
                           .order_by(Item.pk.desc()).limit(1)) or 0
 
 
-def texts_of(session: Session, pks: list[int]) -> list[tuple[int, str | None, str | None, str | None]]:
-    """(pk, title, text, page text) of these items."""
+def texts_of(session: Session, pks: list[int]) -> list[tuple[int, str | None, str | None, str | None, str | None]]:
+    """(pk, title, text, page text, subtitles) of these items."""
     rows = []
     for start in range(0, len(pks), 5000):
         rows += session.execute(select(*_TEXT_ROW).where(Item.pk.in_(pks[start:start + 5000]))).all()

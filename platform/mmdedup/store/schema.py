@@ -94,6 +94,9 @@ class Item(Base):
     # the item has no text of its own.
     page_text: Mapped[str | None] = mapped_column(Text)
     page_date: Mapped[str | None] = mapped_column(String(32))
+    # The words of its video's subtitles (a file the manifest names, or the video's
+    # subtitle stream); the text signal reads them after the item's text.
+    subtitles: Mapped[str | None] = mapped_column(Text)
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # sha256 of the normalised text, and of everything the item holds (text + asset bytes);
     # looked up through the `exact` signatures' index (signals/exact_keys.py), not SQL's.
