@@ -32,7 +32,15 @@ BEFORE is the product at `--before` (a git revision, default the commit before t
 AFTER the working tree; both ingest the same files in the same run, each in a child process
 that imports its own copy of the package.
 
-    python scripts/bench/video_edits.py [--clips 6] [--seed 1] [--before REV]
+With `--subtitles`, each source also gets a SubRip file of what is said in it (the
+sentences of one of text_quality.py's English documents, a line every 1.5 s), each copy
+the same words as WebVTT (re-timed as the copy is, lines cut off by a trim dropped), and
+each look-alike another document's; the manifest names them in
+"subtitles". Reported: the copies whose pair's text signal alone reaches the medium tier,
+and false pairs by text. BEFORE (which has no such field) ingests the same videos without
+the subtitles.
+
+    python scripts/bench/video_edits.py [--clips 6] [--seed 1] [--before REV] [--subtitles]
 """
 
 from __future__ import annotations
@@ -121,7 +129,29 @@ def edit(name: str, frames: list[np.ndarray], rng: np.random.Generator, backgrou
     raise ValueError(name)
 
 
-def make(folder: Path, clips: int, seed: int) -> dict:
+def _stamp(t: float, sep: str) -> str:
+    ms = max(0, round(t * 1000))
+    return f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d}{sep}{ms % 1000:03d}"
+
+
+def subtitle_file(lines: list[str], seconds: float, shift: float = 0.0, speed: float = 1.0,
+                  vtt: bool = False) -> str:
+    """Each line for 1.5 s of the source, as seen in a copy cut by `shift` seconds at the
+    start and played at `speed`; lines that fall outside the copy are dropped."""
+    sep = "." if vtt else ","
+    out = ["WEBVTT\n"] if vtt else []
+    k = 0
+    for i, line in enumerate(lines):
+        a, b = (i * 1.5 - shift) / speed, ((i + 1) * 1.5 - 0.1 - shift) / speed
+        if a < 0 or b > seconds:
+            continue
+        k += 1
+        number = "" if vtt else f"{k}\n"
+        out.append(f"{number}{_stamp(a, sep)} --> {_stamp(b, sep)}\n{line}\n")
+    return "\n".join(out)
+
+
+def make(folder: Path, clips: int, seed: int, subtitles: bool = False) -> dict:
     """Write the clips, their copies and look-alikes, and manifest.jsonl; returns the
     clip count and seconds of video."""
     sys.path.insert(0, str(HERE))
@@ -132,7 +162,13 @@ def make(folder: Path, clips: int, seed: int) -> dict:
     if 3 * clips > len(pics):
         raise SystemExit(f"at most {len(pics) // 3} clips: {len(pics)} photos")
     order = rng.permutation(len(pics))
-    lines, seconds = [], 0.0
+    docs = []
+    if subtitles:  # real English prose, a document per clip and per look-alike
+        import text_quality
+
+        prose = text_quality.en_docs()
+        docs = [prose[i] for i in rng.permutation(len(prose))[:2 * clips]]
+    lines, sub_lines, seconds = [], [], 0.0
     for c in range(clips):
         a, b, bgp = pics[order[2 * c]], pics[order[2 * c + 1]], pics[order[2 * clips + c]]
         w, h = (320, 180) if c % 2 == 0 else (240, 180)
@@ -144,27 +180,39 @@ def make(folder: Path, clips: int, seed: int) -> dict:
         videos = {"source": frames, "lookalike": VQ.clip_frames(a, b, secs, rng)}
         for e in EDITS:
             videos[e] = edit(e, frames, rng, background)
+        said = {"source": docs[2 * c][:int(secs / 1.5)], "lookalike": docs[2 * c + 1][:int(secs / 1.5)]}
         for name, fr in videos.items():
             rel = f"c{c}/{name}.mp4"
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             (folder / rel).write_bytes(VQ.encode(fr))
             seconds += len(fr) / FPS
             lines.append(json.dumps({"id": f"c{c}-{name}", "video": rel}))
+            if subtitles:
+                shift = float(name[4:].split("+")[0]) if name.startswith("trim") else 0.0
+                speed = float(name[5:]) if name.startswith("speed") else 1.0
+                vtt = name not in ("source", "lookalike")
+                sub = f"c{c}/{name}.{'vtt' if vtt else 'srt'}"
+                (folder / sub).write_text(subtitle_file(said.get(name, said["source"]), len(fr) / FPS,
+                                                        shift, speed, vtt))
+                sub_lines.append(json.dumps({"id": f"c{c}-{name}", "video": rel, "subtitles": sub}))
     (folder / "manifest.jsonl").write_text("\n".join(lines) + "\n")
+    if subtitles:
+        (folder / "subtitled.jsonl").write_text("\n".join(sub_lines) + "\n")
     return {"clips": clips, "seconds": seconds, "videos": len(lines)}
 
 
-def measure(folder: Path) -> dict:
+def measure(folder: Path, manifest: str = "manifest.jsonl") -> dict:
     """Ingest the manifest into a new store with the package on sys.path; the pairs."""
     from mmdedup import Platform
 
     with tempfile.TemporaryDirectory(dir=folder) as home:
         with Platform.open(Path(home)) as p:
             t = time.perf_counter()
-            p.ingest(folder / "manifest.jsonl")
+            p.ingest(folder / manifest)
             wall = time.perf_counter() - t
             pairs = [{"a": x["a"], "b": x["b"], "score": x["score"], "tier": x["tier"],
-                      "video": x["signals"].get("video")} for x in p.pairs("weak")]
+                      "video": x["signals"].get("video"), "text": x["signals"].get("text")}
+                     for x in p.pairs("weak")]
             failures = [f["key"] for f in p.failures()]
             version = p.signal("video").version()
     return {"pairs": pairs, "failures": failures, "wall": wall, "version": version}
@@ -172,17 +220,19 @@ def measure(folder: Path) -> dict:
 
 def _score(result: dict, clips: int) -> dict:
     by = {tuple(sorted((p["a"], p["b"]))): p for p in result["pairs"]}
-    found, scores = {}, {}
+    found, scores, by_text = {}, {}, {}
     for e in EDITS:
-        hits, sc = 0, []
+        hits, text, sc = 0, 0, []
         for c in range(clips):
             p = by.get(tuple(sorted((f"c{c}-source", f"c{c}-{e}"))))
             sc.append(p["score"] if p else 0.0)
             hits += bool(p) and p["tier"] in ("medium", "strong")
-        found[e], scores[e] = hits, sc
+            text += bool(p) and (p.get("text") or 0.0) >= 0.8
+        found[e], scores[e], by_text[e] = hits, sc, text
     false = [p for (a, b), p in by.items()
              if a.split("-")[0] != b.split("-")[0] or ("lookalike" in a) != ("lookalike" in b)]
-    return {"found": found, "scores": scores, "false": false}
+    return {"found": found, "scores": scores, "false": false, "text": by_text,
+            "false_text": [p for p in false if (p.get("text") or 0.0) >= 0.7]}
 
 
 def main() -> None:
@@ -190,16 +240,18 @@ def main() -> None:
     ap.add_argument("--clips", type=int, default=6)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--before", default=BEFORE, help="git revision of the BEFORE product")
+    ap.add_argument("--subtitles", action="store_true", help="give the videos subtitles files")
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--manifest", default="manifest.jsonl", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure)))
+        print(json.dumps(measure(args.measure, args.manifest)))
         return
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         t = time.perf_counter()
-        made = make(tmp / "videos", args.clips, args.seed)
+        made = make(tmp / "videos", args.clips, args.seed, args.subtitles)
         t_make = time.perf_counter() - t
         old = tmp / "before"
         old.mkdir()
@@ -209,7 +261,9 @@ def main() -> None:
         results = {}
         for label, src in (("before", old / "platform"), ("after", ROOT / "platform")):
             env = dict(os.environ, PYTHONPATH=str(src))
-            out = subprocess.run([sys.executable, __file__, "--measure", str(tmp / "videos")],
+            manifest = "subtitled.jsonl" if args.subtitles and label == "after" else "manifest.jsonl"
+            out = subprocess.run([sys.executable, __file__, "--measure", str(tmp / "videos"),
+                                  "--manifest", manifest],
                                  env=env, check=True, capture_output=True, text=True).stdout
             results[label] = json.loads(out.strip().splitlines()[-1])
 
@@ -239,11 +293,19 @@ def main() -> None:
     worst = max((p["score"] for p in after["false"]), default=0.0)
     print(f"| after: highest false pair score | {max((p['score'] for p in before['false']), default=0.0):.3f} "
           f"| {worst:.3f} |")
+    if args.subtitles:
+        print("\n| copy, same words as the source's subtitles | text signal >= 0.8, before "
+              "(no subtitles) | after |")
+        print("|---|---|---|")
+        for e in EDITS:
+            print(f"| {e} | {before['text'][e]}/{n} | {after['text'][e]}/{n} |")
+        print(f"| false pairs with text >= 0.7 (other clip, or a look-alike saying other words) | "
+              f"{len(before['false_text'])} | {len(after['false_text'])} |")
     print(f"\nIngest wall time: before {results['before']['wall']:.0f} s, after "
           f"{results['after']['wall']:.0f} s; failures {results['before']['failures']} / "
           f"{results['after']['failures']}. (Clips made in {t_make:.0f} s.)")
     print(f"\nCommand: `python scripts/bench/video_edits.py --clips {n} --seed {args.seed} "
-          f"--before {args.before}`")
+          f"--before {args.before}{' --subtitles' if args.subtitles else ''}`")
 
 
 if __name__ == "__main__":
