@@ -180,7 +180,8 @@ def make(folder: Path, clips: int, seed: int, subtitles: bool = False) -> dict:
         videos = {"source": frames, "lookalike": VQ.clip_frames(a, b, secs, rng)}
         for e in EDITS:
             videos[e] = edit(e, frames, rng, background)
-        said = {"source": docs[2 * c][:int(secs / 1.5)], "lookalike": docs[2 * c + 1][:int(secs / 1.5)]}
+        said = {"source": docs[2 * c][:int(secs / 1.5)],
+                "lookalike": docs[2 * c + 1][:int(secs / 1.5)]} if subtitles else {}
         for name, fr in videos.items():
             rel = f"c{c}/{name}.mp4"
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
