@@ -105,7 +105,8 @@ VIDEO_VERSION_BASE = (
     f"video2-phash{HASH_SIZE * HASH_SIZE}-lanczos{THUMB}-work{WORK_MIN}"
     f"-bar{BAR_STD:g}-blank{BLANK_STD:g}-drift{DRIFT_BITS}-gap{MIN_GAP:g}"
     f"-cut{CUT_BITS}-prune{PRUNE_BITS}"
-    f"-inset{EDGE_STEP:g}x{INSET_STILL:g}x{INSET_LINE:g}x{INSET_COVER:g}x{INSET_MIN:g}-smooth{SMOOTH:g}-moving{MIN_MOVING}-centre{CENTRE:g}"
+    f"-inset{EDGE_STEP:g}x{INSET_STILL:g}x{INSET_LINE:g}x{INSET_COVER:g}x{INSET_MIN:g}"
+    f"-smooth{SMOOTH:g}-moving{MIN_MOVING}-centre{CENTRE:g}"
 )
 
 
