@@ -92,7 +92,7 @@ INSET_STILL = 0.8  # a step in this share of the moving frames is a still edge
 INSET_LINE = 0.3  # a column (row) still-edged over this share of the frame is a candidate side
 INSET_COVER = 0.6  # a side of an inset is edged over this share of its length...
 INSET_MIN = 0.4  # ...and an inset spans this share of the frame's width and height at least
-SMOOTH = 0.25  # a bar's texture is under this share of the median column's (row's)
+SMOOTH = 0.45  # a bar's texture is under this share of the median column's (row's)
 MIN_MOVING = 5  # frames with motion needed before still edges tell an inset
 CENTRE = 0.9  # the centre code hashes the middle CENTRE of each side of the picture
 
