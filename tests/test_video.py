@@ -195,7 +195,8 @@ def test_mirrored_copy_matches_through_flipped_codes(sig_a, frames_a):
     assert m.score >= DUPLICATE and m.mirrored
     # Without the mirrored codes it would not match: the flip is what finds it.
     blind = VideoFrames(**{**mirrored.__dict__, "mirrored": mirrored.codes,
-                           "inner_mirrored": mirrored.inner, "centre_mirrored": mirrored.centre})
+                           "inner_mirrored": mirrored.inner, "centre_mirrored": mirrored.centre,
+                           "centre2_mirrored": mirrored.centre2})
     assert video_similarity(sig_a, blind, RADIUS) <= DISTINCT
 
 

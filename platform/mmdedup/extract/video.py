@@ -40,13 +40,13 @@ match any two videos that fade to black.
 
 Not every frame around a picture is a uniform bar. A re-post boxes it in a blurred,
 enlarged copy of itself or a gradient, or scales it over another video (picture in
-picture), or crops a few percent off. So each kept frame carries two more codes. Its inset
+picture), or crops a few percent off. So each kept frame carries three more codes. Its inset
 code hashes the picture inside what surrounds it, found once for the whole video from its
 moving frames (a layout stays put while the picture moves): smooth bars (columns and rows
 at the edges with next to no texture, `_smooth_box`), and inside them a box whose sides
 are straight edges that stay still while content edges move (`_inset_box`). Its centre
-code hashes the middle CENTRE of the inset (or frame), which lands near the full frame of
-a copy cropped by about as much. Two frames match when any code of one is within the
+codes hash the middle CENTRE and CENTRE2 of the inset (or frame), which land near the full
+frame of a copy cropped by about as much. Two frames match when any code of one is within the
 radius of any code of the other.
 
 Everything here is pure: bytes or a path in, a `VideoFrames` (numpy arrays) out. Videos are
@@ -94,7 +94,8 @@ INSET_COVER = 0.6  # a side of an inset is edged over this share of its length..
 INSET_MIN = 0.4  # ...and an inset spans this share of the frame's width and height at least
 SMOOTH = 0.45  # a bar's texture is under this share of the median column's (row's)
 MIN_MOVING = 5  # frames with motion needed before still edges tell an inset
-CENTRE = 0.9  # the centre code hashes the middle CENTRE of each side of the picture
+CENTRE = 0.9  # the centre code hashes the middle CENTRE of each side of the picture,
+CENTRE2 = 0.95  # the second centre code the middle CENTRE2 (a lighter crop)
 
 # Limits. Size and duration are settings (max_file_bytes, max_video_seconds in config.py),
 # which every caller passes; these two are the extractor's own.
@@ -106,7 +107,7 @@ VIDEO_VERSION_BASE = (
     f"-bar{BAR_STD:g}-blank{BLANK_STD:g}-drift{DRIFT_BITS}-gap{MIN_GAP:g}"
     f"-cut{CUT_BITS}-prune{PRUNE_BITS}"
     f"-inset{EDGE_STEP:g}x{INSET_STILL:g}x{INSET_LINE:g}x{INSET_COVER:g}x{INSET_MIN:g}"
-    f"-smooth{SMOOTH:g}-moving{MIN_MOVING}-centre{CENTRE:g}"
+    f"-smooth{SMOOTH:g}-moving{MIN_MOVING}-centre{CENTRE:g}+{CENTRE2:g}"
 )
 
 
@@ -146,8 +147,10 @@ class VideoFrames:
               whose bars are not uniform (blurred, gradient) or over another video
               (picture in picture); the frame's code when none is found (uint64, n)
     centre    pHash of the middle CENTRE of each side of the inset (or frame), which
-              lands near a cropped copy's code (uint64, n)
-    inner_mirrored, centre_mirrored: the same, of the frame flipped left-right
+              lands near a cropped copy's code (uint64, n); centre2 the same of the
+              middle CENTRE2 (a lighter crop)
+    inner_mirrored, centre_mirrored, centre2_mirrored: the same, of the frame flipped
+              left-right
     partial   True when decoding stopped early (truncated or corrupt data, or
               max_frames reached) and these are the frames decoded so far; `note` says why
     """
@@ -170,12 +173,15 @@ class VideoFrames:
     inner_mirrored: np.ndarray | None = None
     centre: np.ndarray | None = None
     centre_mirrored: np.ndarray | None = None
+    centre2: np.ndarray | None = None
+    centre2_mirrored: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         # Frames with no inset or centre code of their own (a baseline, a test's frames)
         # stand for themselves.
         for name, like in (("inner", self.codes), ("inner_mirrored", self.mirrored),
-                           ("centre", self.codes), ("centre_mirrored", self.mirrored)):
+                           ("centre", self.codes), ("centre_mirrored", self.mirrored),
+                           ("centre2", self.codes), ("centre2_mirrored", self.mirrored)):
             if getattr(self, name) is None:
                 setattr(self, name, like)
 
@@ -183,10 +189,12 @@ class VideoFrames:
         return len(self.codes)
 
     def views(self, mirrored: bool = False) -> np.ndarray:
-        """(3, n): each frame's code, inset code and centre code (of the mirror image)."""
+        """(4, n): each frame's code, inset code and two centre codes (of the mirror
+        image)."""
         if mirrored:
-            return np.stack([self.mirrored, self.inner_mirrored, self.centre_mirrored]).astype(np.uint64)
-        return np.stack([self.codes, self.inner, self.centre]).astype(np.uint64)
+            return np.stack([self.mirrored, self.inner_mirrored, self.centre_mirrored,
+                             self.centre2_mirrored]).astype(np.uint64)
+        return np.stack([self.codes, self.inner, self.centre, self.centre2]).astype(np.uint64)
 
     def distinct(self, radius: int) -> int:
         """How many distinct frames (leaders at `radius`, the match radius): 1 for a still
@@ -459,10 +467,11 @@ def _inset_of(steps_x: np.ndarray, steps_y: np.ndarray, texture: np.ndarray
     return t + inner[0], lft + inner[1], t + inner[2], lft + inner[3]
 
 
-def _centre_box(box: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+def _centre_box(box: tuple[int, int, int, int], share: float = 0.0) -> tuple[int, int, int, int]:
+    share = share or CENTRE
     top, left, bottom, right = box
-    dh = round((bottom - top) * (1 - CENTRE) / 2)
-    dw = round((right - left) * (1 - CENTRE) / 2)
+    dh = round((bottom - top) * (1 - share) / 2)
+    dw = round((right - left) * (1 - share) / 2)
     return top + dh, left + dw, bottom - dh, right - dw
 
 
@@ -712,13 +721,14 @@ class _Sampler:
                 t, lft, b, r = max(t, box[0]), max(lft, box[1]), min(b, box[2]), min(r, box[3])
                 if b - t >= MIN_CONTENT and r - lft >= MIN_CONTENT:
                     inner = (t, lft, b, r)
-            low_in, low_c = _frame_low(g, inner), _frame_low(g, _centre_box(inner))
-            lows.append((low_in, low_in * _MIRROR, low_c, low_c * _MIRROR))
+            low_in, low_c, low_c2 = (_frame_low(g, inner), _frame_low(g, _centre_box(inner)),
+                                     _frame_low(g, _centre_box(inner, CENTRE2)))
+            lows.append((low_in, low_in * _MIRROR, low_c, low_c * _MIRROR, low_c2, low_c2 * _MIRROR))
         views = [_codes_from_low(np.stack([x[i] for x in lows])) if lows else np.zeros(0, np.uint64)
-                 for i in range(4)]
+                 for i in range(6)]
         self.greys = []
         return {"inner": views[0], "inner_mirrored": views[1], "centre": views[2],
-                "centre_mirrored": views[3]}
+                "centre_mirrored": views[3], "centre2": views[4], "centre2_mirrored": views[5]}
 
 
 def _rgb(image: Any, box: tuple[int, int, int, int], k: int, image_size: int):

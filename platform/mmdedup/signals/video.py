@@ -1,9 +1,9 @@
 """The `video` signal: keyframe hashes of an item's video, matched in temporal order.
 
-The signature keeps each sampled frame's time and three pHashes, each also of the mirror
+The signature keeps each sampled frame's time and four pHashes, each also of the mirror
 image: the frame's, its inset's (bars that are not uniform, a picture in picture cut
-off) and its centre's (a cropped copy's frame lands near it). The Hamming index holds
-the three codes of every frame (id pk * 4096 + k); a new video's codes, as they are and
+off) and two of its centre (a cropped copy's frame lands near one). The Hamming index
+holds the four codes of every frame (id pk * 4096 + k); a new video's codes, as they are and
 mirrored, are searched in it, and an item whose frames are hit at least `min_frame_hits`
 times becomes a candidate; the alignment in `video_match` then decides.
 """
@@ -22,8 +22,8 @@ from ..index.slots import entry_ids
 from ..input.items import LoadedItem
 from .base import Signal
 
-MAX_FRAMES = 4096  # entry ids per item in the index (pk * 4096 + k): 3 codes a kept frame
-ROWS = 7  # a packed signature: times, then codes, inset and centre codes, each as is and mirrored
+MAX_FRAMES = 4096  # entry ids per item in the index (pk * 4096 + k): 4 codes a kept frame
+ROWS = 9  # a packed signature: times, then codes, inset and two centre codes, as is and mirrored
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
         return np.concatenate([frames.times.astype("<f8").view("<u8"), frames.codes.astype("<u8"),
                                frames.mirrored.astype("<u8"), frames.inner.astype("<u8"),
                                frames.inner_mirrored.astype("<u8"), frames.centre.astype("<u8"),
-                               frames.centre_mirrored.astype("<u8")]).tobytes()
+                               frames.centre_mirrored.astype("<u8"), frames.centre2.astype("<u8"),
+                               frames.centre2_mirrored.astype("<u8")]).tobytes()
 
     @staticmethod
     def unpack(blob: bytes) -> VideoFrames:
@@ -74,7 +75,8 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
                            duration=float(raw[0].view("<f8")[-1]) if n else 0.0, width=0, height=0,
                            fps=0.0, decoded=n, blank=0, inner=raw[3].astype(np.uint64),
                            inner_mirrored=raw[4].astype(np.uint64), centre=raw[5].astype(np.uint64),
-                           centre_mirrored=raw[6].astype(np.uint64))
+                           centre_mirrored=raw[6].astype(np.uint64), centre2=raw[7].astype(np.uint64),
+                           centre2_mirrored=raw[8].astype(np.uint64))
 
     def new_index(self) -> HammingIndex:
         return HammingIndex()
