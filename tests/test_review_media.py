@@ -37,7 +37,9 @@ def media_store(home: Path, db_url: str, tmp_path: Path, photos) -> Path:
     folder.mkdir()
     photo = Image.fromarray(data.astronaut())
     photo.save(folder / "astronaut.png")
-    photo.crop((40, 40, 480, 480)).save(folder / "astronaut-crop.jpg", quality=70)
+    # A light crop: its pair must score above the video pair (a trimmed copy) to be
+    # reviewed first.
+    photo.crop((6, 6, 506, 506)).save(folder / "astronaut-crop.jpg", quality=70)
     frames = clip(photos["rocket"], photos["coffee"])
     encode(frames, path=folder / "launch.mp4")
     encode(frames[12:], path=folder / "launch-cut.mp4", bit_rate=80_000)
@@ -61,7 +63,7 @@ def test_pictures_and_keyframes_in_the_terminal_and_the_report_key(
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the session's folder is made
     term = Terminal(review_cmd(home, db_url))
     screen_ = term.wait_for("astronaut-crop.jpg", "astronaut.png", "[o] report", "[q] quit")
-    assert "(440x440)" in screen_ and "(512x512)" in screen_  # sizes beside the file names
+    assert "(500x500)" in screen_ and "(512x512)" in screen_  # sizes beside the file names
     lines = coloured_lines(term.frame(raw=True))
     assert len(lines) >= 6
     # both pictures on the same rows, one in each column
