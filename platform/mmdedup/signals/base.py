@@ -455,8 +455,13 @@ class Signal(Generic[V, S]):
 
     def adjust(self, session: Session, a: np.ndarray, b: np.ndarray, raw: np.ndarray,
                details: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """A last say on stored pairs' raw similarity (the text signal's decisive words)."""
+        """A last say on stored pairs' raw similarity (the text signal's decision words)."""
         return raw, details
+
+    def scoring_version(self) -> str | None:
+        """What a pair's score under this signal depends on: its signatures' version,
+        and whatever `adjust` reads besides them."""
+        return self.version()
 
     # --- queries -------------------------------------------------------------------------
 
