@@ -101,6 +101,10 @@ class Signal(Generic[V, S]):
     # Whether the signal's index can live in a shared window (`window_store`, Redis):
     # key tables only (`shared_index`); a vector index stays in the process.
     shared: ClassVar[bool] = False
+    # Whether `catch_up` can sign stored items again from what the store keeps (their text,
+    # their files' paths): then a query on a store signed by an earlier release signs them
+    # first, rather than answer without them (Platform.resign_stale).
+    resigns: ClassVar[bool] = False
 
     def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings, *,
                  rescore: Callable[[Session, np.ndarray], int] | None = None) -> None:
@@ -280,8 +284,10 @@ class Signal(Generic[V, S]):
     def follow_active(self) -> None:
         """Before an ingest: drop what another process's retrain made stale."""
 
-    def catch_up(self) -> bool:
-        """Before an ingest: sign again stored items of another version; True if any."""
+    def catch_up(self, progress: bool = False) -> bool:
+        """Before an ingest or a query: sign again stored items of another version (a
+        release changed what makes this signal's values); True if any. Only a signal
+        that can make its values again from the store does (`resigns`)."""
         return False
 
     def finish(self) -> None:

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Iterator, Sequence
 
 import numpy as np
 from sqlalchemy.orm import Session
+from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
@@ -157,6 +158,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     query_figures = ("wjaccard", "jaccard")
     searched_after = True
     shared = True
+    resigns = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -240,11 +242,12 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         with self.sessions() as session:
             return has_other_version(session, self.name, self.signer.version)
 
-    def catch_up(self) -> bool:
-        """Sign again, before an ingest adds texts, every stored text whose signature is of
-        another version than the active models' (a new release changed the tokenizer or
-        the sketches, or a re-sign was cut short): signatures of other versions are never
-        compared, so those items would otherwise drop out of text pairing. Checked once
+    def catch_up(self, progress: bool = False) -> bool:
+        """Sign again, before an ingest adds texts or a query searches, every stored text
+        whose signature is of another version than the active models' (a new release
+        changed the tokenizer or the sketches, or a re-sign was cut short): signatures of
+        other versions are never compared, so those items would otherwise drop out of
+        text pairing and of every query's answers. Checked once
         per signer version in a process; True if texts were signed again. A store with
         no text signature has none to redo: the signer (its TF-IDF model) is not loaded.
         Judged under the write lock, after following the models: another ingest's
@@ -263,7 +266,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 return False  # (the old version's signatures are the tidy's to replace)
             stale = has_other_version(session, self.name, version)
         if stale:
-            self.resign_all()
+            self.resign_all(progress=progress)
         self._caught_up = version
         return stale
 
@@ -648,22 +651,26 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             n_docs += int(np.count_nonzero(tokens.lengths))
         return counts[0], counts[1], n_docs
 
-    def resign_all(self) -> int:
+    def resign_all(self, progress: bool = False) -> int:
         """Re-sign every stored text under the active signer, then re-score its new
         candidates together with the pairs it already had (scores move with the weights;
         a pair that no longer reaches `pair_floor` is removed). Returns how many pairs were
         scored: those it had and those found again. A refresh under way is dropped (with
         its signatures), and so are token sequences older stores kept: this signs
-        everything under the models in force."""
+        everything under the models in force. `progress`: a bar of the texts signed, on
+        stderr."""
         with self.sessions.begin() as session:
             take_write_lock(session)
             self.refresher.cancel(session)
             delete_other_versions(session, NEXT_KIND, [])
             delete_other_versions(session, TOKENS_KIND, [])
+            total = count_texts(session) if progress else None
         self._index = self.new_index()
         self._index_version = self.signer.version
         self._seq = 0  # (the first batch adds what others signed under this version)
         rescored = 0
+        bar = tqdm(total=total, unit="text", desc="sign texts again (new version)", disable=not progress,
+                   leave=False)
         for pks, tokens, texts in self._scan_texts():
             with self.sessions.begin() as session:
                 take_write_lock(session)
@@ -677,6 +684,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                     self.rescore(session, pairs)
                     # Each pair once, in the batch of its later item (where it is found).
                     rescored += int(np.isin(pairs[:, 1], pks).sum())
+            bar.update(len(pks))
+        bar.close()
         self.finish()
         return rescored
 

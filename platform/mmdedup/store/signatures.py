@@ -196,6 +196,16 @@ def has_other_version(session: Session, kind: str, version: str) -> bool:
         Signature.version_id.in_(others)).limit(1)) is not None
 
 
+def count_other_versions(session: Session, kind: str, version: str) -> int:
+    """How many stored signatures of `kind` are of another version than `version`: what
+    a re-sign after an upgrade has to sign (its progress bar's total)."""
+    others = [vid for vid, name in _version_ids(session, kind).items() if name != version]
+    if not others:
+        return 0
+    return session.scalar(select(func.count()).select_from(Signature).where(
+        Signature.version_id.in_(others))) or 0
+
+
 def has_any(session: Session, kind: str) -> bool:
     ids = list(_version_ids(session, kind))
     return bool(ids) and session.scalar(select(Signature.item_pk).where(
