@@ -208,3 +208,25 @@ def test_a_picture_query_after_an_upgrade_answers_as_a_fresh_store(
     with Platform.open(home, db_url, read_only=True) as after:
         assert [(m.id, round(m.score, 6)) for m in after.query(image=probe, k=10)] == want
         assert np.isfinite([m.score for m in after.query(image=probe, k=10)]).all()
+
+
+def test_a_store_that_cannot_be_written_answers_and_says_why(
+        home: Path, db_url: str, fresh_texts: tuple, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Where the re-sign cannot write (a store read-only for this user), the query still
+    answers, and a warning says the answers miss the items an earlier release signed."""
+    from mmdedup.store.errors import StoreError
+
+    items, probes, _, _ = fresh_texts
+    ingest_as_earlier_release(monkeypatch, home, db_url, items)
+
+    def refused(self: Platform, progress: bool, names: Any = None) -> list[str]:
+        # (what store/errors.py makes of the driver's "attempt to write a readonly database")
+        raise StoreError("cannot write the store: it is read-only for this user")
+
+    monkeypatch.setattr(Platform, "_catch_up", refused)
+    with Platform.open(home, db_url, read_only=True) as after:
+        with caplog.at_level("WARNING", logger="mmdedup"):
+            assert answers(after, probes) == [[]] * len(probes)
+    said = [r.getMessage() for r in caplog.records if "earlier version" in r.getMessage()]
+    assert len(said) == 1 and "text" in said[0] and "cannot be written" in said[0]
