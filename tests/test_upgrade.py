@@ -230,3 +230,21 @@ def test_a_store_that_cannot_be_written_answers_and_says_why(
             assert answers(after, probes) == [[]] * len(probes)
     said = [r.getMessage() for r in caplog.records if "earlier version" in r.getMessage()]
     assert len(said) == 1 and "text" in said[0] and "cannot be written" in said[0]
+
+
+def test_texts_of_other_models_are_left_to_the_retrain_signing_them(platform: Platform) -> None:
+    """Signatures that differ only in their TF-IDF or word-weight model are those a retrain
+    or a TF-IDF refresh signs again itself (as it goes, under its own lock): a query does
+    not start a second full re-sign beside it."""
+    from helpers import sign_as
+
+    items, _ = corpus()
+    platform.ingest(items)
+    version = platform.signal("text").version()
+    other = "|".join("tfidf=a-model-being-replaced" if p.startswith("tfidf=") else p for p in version.split("|"))
+    assert other != version
+    with platform.sessions.begin() as session:
+        sign_as(session, "text", other)
+    assert platform.resign_stale() == []
+    with platform.sessions() as session:
+        assert {v for k, v in versions_stored(session) if k == "text"} == {other}

@@ -63,7 +63,7 @@ from .store import queries
 from .store.db import open_store, resolve_url
 from .store.errors import NoStore, StoreError, explain, shown_url
 from .store.locks import LockBusy, job_lock, take_write_lock  # noqa: F401  (LockBusy: raised by retrain)
-from .store.signatures import has_other_version
+from .store.signatures import has_other_version, versions_stored
 from .store.streams import read_cursor
 
 
@@ -360,6 +360,9 @@ class Platform:
         next open answers at once. A read-only Platform signs through a writer of its
         own on the same store; where the store cannot be written, a warning says the
         answers miss those items. Asked of the store once per signal version in a process.
+        Only signatures of another release count (`Signal.release_part`): texts signed
+        under other TF-IDF or word-weight models are those a retrain or a refresh is
+        signing again, or a later ingest or retrain resumes, and a query leaves them to it.
         `progress`: a bar on stderr. Returns the signals signed again."""
         todo, cannot = [], []
         with self.sessions() as session:
@@ -367,7 +370,8 @@ class Platform:
                 version = signal.version()
                 if version is None or self._current.get(signal.name) == version:
                     continue
-                if has_other_version(session, signal.name, version):
+                release = signal.release_part(version)
+                if any(signal.release_part(v) != release for _, v in versions_stored(session, signal.name)):
                     (todo if signal.resigns else cannot).append(signal.name)
                 else:
                     self._current[signal.name] = version

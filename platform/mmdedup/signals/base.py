@@ -281,6 +281,13 @@ class Signal(Generic[V, S]):
         loader then keeps them for it instead of decoding twice)."""
         return False
 
+    def release_part(self, version: str) -> str:
+        """What of a version string the release defines (extractor, hash and sketch
+        versions): signatures that differ there were made by another release, and only a
+        re-sign makes them comparable. A signal whose version also names learned models
+        leaves those out: a retrain or a refresh that changes them signs again itself."""
+        return version
+
     def follow_active(self) -> None:
         """Before an ingest: drop what another process's retrain made stale."""
 

@@ -196,6 +196,12 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             self._version = signer_version(active.get("tfidf", PRIOR_VERSION), active.get(WORDS_KIND, UNIT.version))
         return self._version
 
+    def release_part(self, version: str) -> str:
+        """The version less its TF-IDF and word-weight models ("tfidf=...", "ww=..."):
+        texts signed under other models are a retrain's or a refresh's to sign again
+        (and are, as they go), not a query's."""
+        return "|".join(p for p in version.split("|") if not p.startswith(("tfidf=", "ww=")))
+
     def _drop_signer(self) -> None:
         """Forget the active models (read again when next needed)."""
         self._signer = self._version = self._judged = None
