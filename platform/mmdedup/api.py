@@ -63,7 +63,7 @@ from .store import queries
 from .store.db import open_store, resolve_url
 from .store.errors import NoStore, StoreError, explain, shown_url
 from .store.locks import LockBusy, job_lock, take_write_lock  # noqa: F401  (LockBusy: raised by retrain)
-from .store.signatures import has_other_version, versions_stored
+from .store.signatures import has_other_version
 from .store.streams import read_cursor
 
 
@@ -370,8 +370,7 @@ class Platform:
                 version = signal.version()
                 if version is None or self._current.get(signal.name) == version:
                     continue
-                release = signal.release_part(version)
-                if any(signal.release_part(v) != release for _, v in versions_stored(session, signal.name)):
+                if signal.needs_resign(session, version):
                     (todo if signal.resigns else cannot).append(signal.name)
                 else:
                     self._current[signal.name] = version

@@ -47,6 +47,7 @@ from ..store.signatures import (
     load_signatures,
     replace_signatures,
     signatures_since,
+    versions_stored,
 )
 from .shared_window import SharedIndex
 
@@ -287,6 +288,12 @@ class Signal(Generic[V, S]):
         re-sign makes them comparable. A signal whose version also names learned models
         leaves those out: a retrain or a refresh that changes them signs again itself."""
         return version
+
+    def needs_resign(self, session: Session, version: str) -> bool:
+        """Whether stored signatures of another release (`release_part`) are left for a
+        re-sign: what a query asks before it searches (Platform.resign_stale)."""
+        release = self.release_part(version)
+        return any(self.release_part(v) != release for _, v in versions_stored(session, self.name))
 
     def follow_active(self) -> None:
         """Before an ingest: drop what another process's retrain made stale."""

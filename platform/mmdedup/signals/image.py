@@ -88,6 +88,12 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
 
     # --- signing stored pictures again ---------------------------------------------------
 
+    def needs_resign(self, session: Any, version: str) -> bool:
+        """Stale pictures other than those a re-sign already failed on (file gone or
+        changed): a query on a machine without the media would otherwise read every
+        missing file again in each process. The next ingest tries those again."""
+        return count_other_versions(session, self.name, version, untried=RESIGN_SOURCE) > 0
+
     def catch_up(self, progress: bool = False) -> bool:
         """Before an ingest or a query: sign again every stored picture whose signature is
         of another version (`resign_all`); checked once per process. True if any was."""
