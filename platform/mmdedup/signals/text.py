@@ -253,12 +253,13 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         whose signature is of another version than the active models' (a new release
         changed the tokenizer or the sketches, or a re-sign was cut short): signatures of
         other versions are never compared, so those items would otherwise drop out of
-        text pairing and of every query's answers. Checked once
-        per signer version in a process; True if texts were signed again. A store with
-        no text signature has none to redo: the signer (its TF-IDF model) is not loaded.
-        Judged under the write lock, after following the models: another ingest's
-        refresh may switch versions at any moment, and a signer read before its switch
-        would take every text it tidied for stale and sign them back under the old one."""
+        text pairing and of every query's answers. Checked once per signer version in a
+        process; True if texts were signed again. A store with no text signature has
+        none to redo: the signer (its TF-IDF model) is not loaded. Judged under the write
+        lock, after following the models: another ingest's refresh may switch versions
+        at any moment, and a signer read before its switch would take every text it
+        tidied for stale and sign them back under the old one. `progress`: a bar on
+        stderr."""
         with self.sessions() as session:
             if not has_any(session, self.name):
                 return False
