@@ -47,6 +47,7 @@ from ..store.signatures import (
     load_signatures,
     replace_signatures,
     signatures_since,
+    versions_stored,
 )
 from .shared_window import SharedIndex
 
@@ -101,6 +102,10 @@ class Signal(Generic[V, S]):
     # Whether the signal's index can live in a shared window (`window_store`, Redis):
     # key tables only (`shared_index`); a vector index stays in the process.
     shared: ClassVar[bool] = False
+    # Whether `catch_up` can sign stored items again from what the store keeps (their text,
+    # their files' paths): then a query on a store signed by an earlier release signs them
+    # first, rather than answer without them (Platform.resign_stale).
+    resigns: ClassVar[bool] = False
 
     def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings, *,
                  rescore: Callable[[Session, np.ndarray], int] | None = None) -> None:
@@ -277,11 +282,26 @@ class Signal(Generic[V, S]):
         loader then keeps them for it instead of decoding twice)."""
         return False
 
+    def release_part(self, version: str) -> str:
+        """What of a version string the release defines (extractor, hash and sketch
+        versions): signatures that differ there were made by another release, and only a
+        re-sign makes them comparable. A signal whose version also names learned models
+        leaves those out: a retrain or a refresh that changes them signs again itself."""
+        return version
+
+    def needs_resign(self, session: Session, version: str) -> bool:
+        """Whether stored signatures of another release (`release_part`) are left for a
+        re-sign: what a query asks before it searches (Platform.resign_stale)."""
+        release = self.release_part(version)
+        return any(self.release_part(v) != release for _, v in versions_stored(session, self.name))
+
     def follow_active(self) -> None:
         """Before an ingest: drop what another process's retrain made stale."""
 
-    def catch_up(self) -> bool:
-        """Before an ingest: sign again stored items of another version; True if any."""
+    def catch_up(self, progress: bool = False) -> bool:
+        """Before an ingest or a query: sign again stored items of another version (a
+        release changed what makes this signal's values); True if any. Only a signal
+        that can make its values again from the store does (`resigns`)."""
         return False
 
     def finish(self) -> None:

@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Iterator, Sequence
 
 import numpy as np
 from sqlalchemy.orm import Session
+from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
@@ -193,6 +194,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     query_figures = ("wjaccard", "jaccard")
     searched_after = True
     shared = True
+    resigns = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -230,6 +232,12 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 active = models.active_versions(session, ("tfidf", WORDS_KIND))
             self._version = signer_version(active.get("tfidf", PRIOR_VERSION), active.get(WORDS_KIND, UNIT.version))
         return self._version
+
+    def release_part(self, version: str) -> str:
+        """The version less its TF-IDF and word-weight models ("tfidf=...", "ww=..."):
+        texts signed under other models are a retrain's or a refresh's to sign again
+        (and are, as they go), not a query's."""
+        return "|".join(p for p in version.split("|") if not p.startswith(("tfidf=", "ww=")))
 
     def _drop_signer(self) -> None:
         """Forget the active models (read again when next needed)."""
@@ -277,16 +285,18 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         with self.sessions() as session:
             return has_other_version(session, self.name, self.signer.version)
 
-    def catch_up(self) -> bool:
-        """Sign again, before an ingest adds texts, every stored text whose signature is of
-        another version than the active models' (a new release changed the tokenizer or
-        the sketches, or a re-sign was cut short): signatures of other versions are never
-        compared, so those items would otherwise drop out of text pairing. Checked once
-        per signer version in a process; True if texts were signed again. A store with
-        no text signature has none to redo: the signer (its TF-IDF model) is not loaded.
-        Judged under the write lock, after following the models: another ingest's
-        refresh may switch versions at any moment, and a signer read before its switch
-        would take every text it tidied for stale and sign them back under the old one."""
+    def catch_up(self, progress: bool = False) -> bool:
+        """Sign again, before an ingest adds texts or a query searches, every stored text
+        whose signature is of another version than the active models' (a new release
+        changed the tokenizer or the sketches, or a re-sign was cut short): signatures of
+        other versions are never compared, so those items would otherwise drop out of
+        text pairing and of every query's answers. Checked once per signer version in a
+        process; True if texts were signed again. A store with no text signature has
+        none to redo: the signer (its TF-IDF model) is not loaded. Judged under the write
+        lock, after following the models: another ingest's refresh may switch versions
+        at any moment, and a signer read before its switch would take every text it
+        tidied for stale and sign them back under the old one. `progress`: a bar on
+        stderr."""
         with self.sessions() as session:
             if not has_any(session, self.name):
                 return False
@@ -300,7 +310,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 return False  # (the old version's signatures are the tidy's to replace)
             stale = has_other_version(session, self.name, version)
         if stale:
-            self.resign_all()
+            self.resign_all(progress=progress)
         self._caught_up = version
         return stale
 
@@ -735,22 +745,26 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             n_docs += int(np.count_nonzero(tokens.lengths))
         return counts[0], counts[1], n_docs
 
-    def resign_all(self) -> int:
+    def resign_all(self, progress: bool = False) -> int:
         """Re-sign every stored text under the active signer, then re-score its new
         candidates together with the pairs it already had (scores move with the weights;
         a pair that no longer reaches `pair_floor` is removed). Returns how many pairs were
         scored: those it had and those found again. A refresh under way is dropped (with
         its signatures), and so are token sequences older stores kept: this signs
-        everything under the models in force."""
+        everything under the models in force. `progress`: a bar of the texts signed, on
+        stderr."""
         with self.sessions.begin() as session:
             take_write_lock(session)
             self.refresher.cancel(session)
             delete_other_versions(session, NEXT_KIND, [])
             delete_other_versions(session, TOKENS_KIND, [])
+            total = count_texts(session) if progress else None
         self._index = self.new_index()
         self._index_version = self.signer.version
         self._seq = 0  # (the first batch adds what others signed under this version)
         rescored = 0
+        bar = tqdm(total=total, unit="text", desc="sign texts again (new version)", disable=not progress,
+                   leave=False)
         for pks, tokens, texts in self._scan_texts():
             with self.sessions.begin() as session:
                 take_write_lock(session)
@@ -764,6 +778,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                     self.rescore(session, pairs)
                     # Each pair once, in the batch of its later item (where it is found).
                     rescored += int(np.isin(pairs[:, 1], pks).sum())
+            bar.update(len(pks))
+        bar.close()
         self.finish()
         return rescored
 
