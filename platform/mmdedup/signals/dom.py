@@ -22,9 +22,9 @@ from sqlalchemy.orm import Session
 
 from ..config import SignalSettings
 from ..extract.minhash import jaccard
-from ..extract.web import DOM_VERSION, BlockStats, block_hashes, dom_sketch, drop_repeated
+from ..extract.web import DOM_VERSION, BlockStats, block_hashes, block_levels, dom_sketch, drop_repeated
 from ..input.items import LoadedItem
-from ..store.pages import count_blocks, set_page_texts
+from ..store.pages import block_counts, count_blocks, reset_page_texts, set_page_texts, site_pages, total_pages
 from .base import Signal
 
 
@@ -49,22 +49,64 @@ class DomSignal(Signal[np.ndarray, DomSettings]):
     def version(self) -> str:
         return DOM_VERSION
 
-    def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
-        """Pages' main text without the lines repeated across their site, stored."""
+    def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> list[int]:
+        """Pages' main text without the lines repeated across their site, stored; and the
+        site's pages stored before, cleaned of the lines that start to count only now
+        (returned, to be signed again)."""
         pages = [(pk, li) for pk, li in changed if li.page is not None]
         if not pages:
-            return
+            return []
+        s = self.settings
         by_site: dict[str, list[tuple[LoadedItem, list[int]]]] = defaultdict(list)
         for _, li in pages:
             by_site[site_of(li.item.meta)].append((li, block_hashes(li.page.text)))
+        first = min(pk for pk, _ in pages)
+        chunk = {pk for pk, _ in changed}
+        again: list[tuple[int, str]] = []
         for site, members in by_site.items():
             per_block = Counter(h for _, hashes in members for h in set(hashes))
             stats = BlockStats()
-            stats.pages[site], stats.freq[site] = count_blocks(session, site, len(members), per_block)
-            checker = stats.checker(site, self.settings.block_min_pages, self.settings.block_min_share)
+            total, counts = count_blocks(session, site, len(members), per_block)
+            stats.pages[site], stats.freq[site] = total, counts
+            checker = stats.checker(site, s.block_min_pages, s.block_min_share)
             for li, _ in members:
-                li.main_text = drop_repeated(li.page.text, checker)
-        set_page_texts(session, [(pk, li.main_text, li.page.date) for pk, li in pages])
+                li.main_text = drop_repeated(li.page.text, checker, s.block_min_left)
+            hashes = np.fromiter(per_block, np.uint64, len(per_block))
+            now = block_levels([counts[h] for h in per_block], total, s.block_min_pages, s.block_min_share)
+            was = block_levels([counts[h] - per_block[h] for h in per_block], total - len(members),
+                               s.block_min_pages, s.block_min_share)
+            if site and (now > was).any():
+                again += self._clean_again(session, site, first, chunk, set(hashes[now > was].tolist()))
+        set_page_texts(session, [(pk, li.main_text, li.page.date, site_of(li.item.meta)) for pk, li in pages])
+        reset_page_texts(session, again)
+        return [pk for pk, _ in again]
+
+    def _clean_again(self, session: Session, site: str, before: int, chunk: set[int],
+                     started: set[int]) -> list[tuple[int, str]]:
+        """(pk, text) of the site's pages stored before pk `before` (not in `chunk`) that hold lines which
+        start to count now (`started`), cleaned as a page of this chunk is. The first pages
+        of a site come before its side matter is known to recur: without this they would
+        keep it, and pair with each other on it, for good. Their stored text is cleaned
+        again, so a line once dropped stays dropped; the last `block_recheck_pages` pages
+        are looked at (a related-article list shows recent articles: its items recur on
+        the pages around them)."""
+        s = self.settings
+        stored = [(pk, text, block_hashes(text)) for pk, text in
+                  site_pages(session, site, before, s.block_recheck_pages)]
+        stored = [(pk, text, hashes) for pk, text, hashes in stored
+                  if pk not in chunk and started.intersection(hashes)]
+        if not stored:
+            return []
+        stats = BlockStats()
+        stats.pages[site] = total_pages(session, site)
+        stats.freq[site] = block_counts(session, site, sorted({h for _, _, hs in stored for h in hs}))
+        checker = stats.checker(site, s.block_min_pages, s.block_min_share)
+        out = []
+        for pk, text, _ in stored:
+            cleaned = drop_repeated(text, checker, s.block_min_left)
+            if cleaned != text:
+                out.append((pk, cleaned))
+        return out
 
     def extract(self, items: Sequence[LoadedItem]) -> list[bytes | None]:
         rows = [i for i, li in enumerate(items) if li.page is not None]
