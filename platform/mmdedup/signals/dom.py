@@ -4,10 +4,12 @@ Pages also lose their site's boilerplate here, before any signal reads their tex
 frequencies live in the store per site (meta "site", else the host of meta "url", else
 meta "source"), counted before a chunk's pages are cleaned, so the pages of a big batch
 from one site lose the site's repeated lines from the moment the site has enough pages to
-tell (`block_min_pages`, `block_min_share`). The DOM sketch (SimHash and MinHash of the
-tag paths) is stored per page; pages propose no candidates of their own (a shared template
-is no evidence of duplication), and the signal only moves the fused mean of pairs other
-signals found.
+tell (`block_min_pages`, `block_min_share`, `block_min_left`: extract/web.py says which
+lines go). When lines of a site start to count, the site's pages stored before are cleaned
+of them too and handed back to be signed again (`prepare`, `Signal.restate`). The DOM
+sketch (SimHash and MinHash of the tag paths) is stored per page; pages propose no
+candidates of their own (a shared template is no evidence of duplication), and the signal
+only moves the fused mean of pairs whose content already agrees (score/fusion.py).
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ class DomSignal(Signal[np.ndarray, DomSettings]):
         by_site: dict[str, list[tuple[LoadedItem, list[int]]]] = defaultdict(list)
         for _, li in pages:
             by_site[site_of(li.item.meta)].append((li, block_hashes(li.page.text)))
-        first = min(pk for pk, _ in pages)
         chunk = {pk for pk, _ in changed}
+        last = max(chunk) + 1
         again: list[tuple[int, str]] = []
         for site, members in by_site.items():
             per_block = Counter(h for _, hashes in members for h in set(hashes))
@@ -76,15 +78,16 @@ class DomSignal(Signal[np.ndarray, DomSettings]):
             was = block_levels([counts[h] - per_block[h] for h in per_block], total - len(members),
                                s.block_min_pages, s.block_min_share)
             if site and (now > was).any():
-                again += self._clean_again(session, site, first, chunk, set(hashes[now > was].tolist()))
+                again += self._clean_again(session, site, last, chunk, set(hashes[now > was].tolist()))
         set_page_texts(session, [(pk, li.main_text, li.page.date, site_of(li.item.meta)) for pk, li in pages])
         reset_page_texts(session, again)
         return [pk for pk, _ in again]
 
     def _clean_again(self, session: Session, site: str, before: int, chunk: set[int],
                      started: set[int]) -> list[tuple[int, str]]:
-        """(pk, text) of the site's pages stored before pk `before` (not in `chunk`) that hold lines which
-        start to count now (`started`), cleaned as a page of this chunk is. The first pages
+        """(pk, text) of the site's pages stored before pk `before`, not in `chunk`, that
+        hold lines which start to count now (`started`), cleaned as a page of this chunk
+        is. The first pages
         of a site come before its side matter is known to recur: without this they would
         keep it, and pair with each other on it, for good. Their stored text is cleaned
         again, so a line once dropped stays dropped; the last `block_recheck_pages` pages
