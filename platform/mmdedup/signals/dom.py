@@ -47,6 +47,7 @@ class DomSignal(Signal[np.ndarray, DomSettings]):
     settings_type = DomSettings
     listed = True
     exact_parts = ("html",)
+    _hash_memo: dict[int, tuple[str, list[int]]] | None = None  # pk -> (text, block hashes)
 
     def version(self) -> str:
         return DOM_VERSION
@@ -94,7 +95,7 @@ class DomSignal(Signal[np.ndarray, DomSettings]):
         are looked at (a related-article list shows recent articles: its items recur on
         the pages around them)."""
         s = self.settings
-        stored = [(pk, text, block_hashes(text)) for pk, text in
+        stored = [(pk, text, self._block_hashes(pk, text)) for pk, text in
                   site_pages(session, site, before, s.block_recheck_pages)]
         stored = [(pk, text, hashes) for pk, text, hashes in stored
                   if pk not in chunk and started.intersection(hashes)]
@@ -110,6 +111,23 @@ class DomSignal(Signal[np.ndarray, DomSettings]):
             if cleaned != text:
                 out.append((pk, cleaned))
         return out
+
+    def _block_hashes(self, pk: int, text: str) -> list[int]:
+        """`block_hashes` of a stored page's text, remembered while the text stays: the
+        same pages of a site are looked at again chunk after chunk, and normalising their
+        lines each time was most of the cost of looking."""
+        if self._hash_memo is None:
+            self._hash_memo = {}
+        memo = self._hash_memo
+        held = memo.get(pk)
+        if held is not None and held[0] == text:
+            return held[1]
+        hashes = block_hashes(text)
+        memo[pk] = (text, hashes)
+        if len(memo) > 4 * max(self.settings.block_recheck_pages, 1):  # oldest first out
+            for old in list(memo)[: len(memo) // 2]:
+                del memo[old]
+        return hashes
 
     def extract(self, items: Sequence[LoadedItem]) -> list[bytes | None]:
         rows = [i for i, li in enumerate(items) if li.page is not None]
