@@ -198,9 +198,20 @@ class Signal(Generic[V, S]):
 
     # --- ingest -------------------------------------------------------------------------
 
-    def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
+    def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> list[int] | None:
         """Before any signal's `on_chunk`, in the chunk's transaction: what a signal must
-        settle about the items from the store (pages lose their site's boilerplate)."""
+        settle about the items from the store (pages lose their site's boilerplate).
+        Returns the stored items outside the chunk whose text for the signals this changed
+        (earlier pages of a site, cleaned of side matter that recurs only now): every
+        signal's `restate` is given them after `on_chunk`."""
+        return None
+
+    def restate(self, session: Session, pks: np.ndarray) -> Pairs | None:
+        """Sign again stored items whose text for the signals changed (`prepare`), and
+        return the candidate pairs to score: those found now and those they had (a pair
+        that no longer reaches the floor is then removed). Only signals that read the
+        stored text have anything to do."""
+        return None
 
     def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> Pairs | None:
         """Store the values of these new or changed items, index them, and return the

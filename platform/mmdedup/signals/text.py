@@ -539,6 +539,26 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                                                                        signed_pending, search=not self.defer)])
         return found
 
+    def restate(self, session: Session, pks: np.ndarray) -> np.ndarray | None:
+        """Stored texts that changed (pages cleaned again of their site's side matter),
+        signed again under the active version (and a refresh's pending one), with their
+        new candidates and the pairs they had: a pair their old text made falls when
+        scored again."""
+        rows = [(pk, text_for_signals(*parts)) for pk, *parts in texts_of(session, pks.tolist())]
+        rows = [(pk, t) for pk, t in rows if t.strip()]
+        if not rows:
+            return None
+        pks = np.fromiter((pk for pk, _ in rows), np.int64, len(rows))
+        texts = [t for _, t in rows]
+        tokens = tokenize_texts(texts)
+        found = self._sign(session, pks, tokens, texts, search=not self.defer)
+        if self.defer:
+            unsearched.add(session, self.name, pks)
+        if self.refresher.pending is not None:
+            found = np.concatenate([found, self.refresher.sign_pending(session, pks, tokens, texts,
+                                                                       search=not self.defer)])
+        return np.concatenate([found, pairs_touching(session, pks.tolist())])
+
     def search_stored(self, session: Session, pks: np.ndarray, among: np.ndarray) -> np.ndarray:
         """As the contract's, and, while a refresh signs, in its pending index too (those
         of the items signed under its version), as the chunk that wrote them searched."""

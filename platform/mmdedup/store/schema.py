@@ -83,7 +83,8 @@ class Item(Base):
     """One piece of content as the user named it; `content_key` is its exact-duplicate key."""
 
     __tablename__ = "items"
-    __table_args__ = (Index("ix_items_class_time", "class_name", "item_time"), Index("ix_items_time", "item_time"))
+    __table_args__ = (Index("ix_items_class_time", "class_name", "item_time"), Index("ix_items_time", "item_time"),
+                      Index("ix_items_page_site", "page_site", "pk"))
 
     pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(512), unique=True)
@@ -94,6 +95,9 @@ class Item(Base):
     # the item has no text of its own.
     page_text: Mapped[str | None] = mapped_column(Text)
     page_date: Mapped[str | None] = mapped_column(String(32))
+    # The site a page counts for in the block frequencies (signals/dom.py `site_of`): its
+    # pages stored earlier are found again when lines of the site start to recur.
+    page_site: Mapped[str | None] = mapped_column(String(255))
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # sha256 of the normalised text, and of everything the item holds (text + asset bytes);
     # looked up through the `exact` signatures' index (signals/exact_keys.py), not SQL's.
