@@ -421,7 +421,8 @@ def web_pairs(seed: int) -> list[Pairs]:
     stats = web.BlockStats()
     for s, sig in zip(site, extracted):
         stats.add(str(s), web.block_hashes(sig.text))
-    texts = [web.drop_repeated(sig.text, stats.checker(str(s), settings.block_min_pages, settings.block_min_share))
+    texts = [web.drop_repeated(sig.text, stats.checker(str(s), settings.block_min_pages, settings.block_min_share),
+                               settings.block_min_left)
              for s, sig in zip(site, extracted)]
     a, b = np.triu_indices(len(pages), 1)
     return [Pairs(_text_raw(texts, a.astype(np.int64), b.astype(np.int64)), body[a] == body[b],

@@ -54,3 +54,14 @@ def test_kind_of_match() -> None:
     assert match_kind({"text": 0.95, "image": 0.92}, 0.9) == "same-item"
     assert match_kind({"text": 0.95, "semantic": 0.97}, 0.9) == "paraphrase"
     assert match_kind({"text": 0.97, "semantic": 0.95}, 0.9) == "text-reuse"
+
+
+def test_an_identical_dom_never_lifts_a_pair_whose_texts_differ() -> None:
+    # Two different articles of one site: one template (dom 1.0), texts short of medium.
+    for text in (0.3, 0.6, 0.75, 0.78, 0.7999):
+        assert fuse({"text": text, "dom": 1.0}) == pytest.approx(text)
+        assert Settings().tier(fuse({"text": text, "dom": 1.0})) == Settings().tier(text)
+    # Several content signals: still the content alone, whatever the template says.
+    assert fuse({"text": 0.7, "image": 0.6, "dom": 1.0}) == pytest.approx(fuse({"text": 0.7, "image": 0.6}))
+    # Where the text agrees the template may still move the pair up.
+    assert fuse({"text": 0.8, "dom": 1.0}) > 0.8

@@ -26,16 +26,18 @@ TIERS = (S.tier_strong, S.tier_medium, S.tier_weak)
 
 def synth(seed: int, n: int, *, random_labels: bool = False) -> list:
     """Pairs where image separates the classes, text weakly, dom and clip not at all;
-    signals go missing at random, video and semantic never appear."""
+    signals go missing at random, video and semantic never appear. Content scores sit
+    around the medium tier: below STRUCTURE_NEEDS the structural signals do not count
+    (score/fusion.py) and the weights change no fused score."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
         dup = bool(rng.random() < 0.5)
         sig: dict[str, float | None] = {}
         if rng.random() < 0.9:
-            sig["text"] = float(np.clip(rng.normal(0.55 if dup else 0.45, 0.15), 0, 1))
+            sig["text"] = float(np.clip(rng.normal(0.86 if dup else 0.84, 0.06), 0.8, 1))
         if rng.random() < 0.8:
-            sig["image"] = float(np.clip(rng.normal(0.72 if dup else 0.45, 0.1), 0, 1))
+            sig["image"] = float(np.clip(rng.normal(0.95 if dup else 0.84, 0.06), 0.8, 1))
         if rng.random() < 0.9:
             sig["dom"] = float(rng.uniform(0, 1))
         if rng.random() < 0.3:
@@ -71,7 +73,7 @@ def test_no_fit_below_the_minimum() -> None:
 def test_separating_signal_gains_weight_the_other_loses() -> None:
     model = fit_fusion(synth(1, 400), W, TIERS, content=CONTENT, min_labels=20)
     assert model.fitted, model.reason
-    assert model.weights["image"] > W["image"] * 1.2
+    assert model.weights["image"] > W["image"] * 1.1
     assert model.weights["dom"] < W["dom"]
     assert model.weights["text"] < W["text"]  # weakly informative beside image
     # signals no labelled pair has keep their defaults exactly ...

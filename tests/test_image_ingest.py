@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image, ImageOps
+from PIL import Image, ImageDraw, ImageOps
 from skimage import data
 
 from mmdedup import Platform
@@ -171,3 +171,40 @@ def test_a_picture_only_ingest_never_reads_a_tf_idf_table(home: Path, db_url: st
         p.ingest([{"id": "t", "text": "a caption for the astronaut " * 5},
                   {"id": "u", "text": "a caption for the astronaut " * 5 + "again"}])
         assert any(x["kind"] == "text-reuse" for x in p.pairs("weak"))
+
+
+def _slide(seed: int) -> Image.Image:
+    """A flat graphic: a vertical gradient under a few filled shapes, as slides and
+    diagrams are made."""
+    rng = np.random.default_rng(seed)
+    top, bottom = rng.integers(0, 256, 3), rng.integers(0, 256, 3)
+    ramp = np.linspace(0.0, 1.0, 480)[:, None, None]
+    img = Image.fromarray(np.broadcast_to(top + (bottom - top) * ramp, (480, 640, 3)).astype(np.uint8))
+    draw = ImageDraw.Draw(img)
+    for _ in range(6):
+        x, y = rng.integers(0, 480), rng.integers(0, 360)
+        w, h = rng.integers(40, 200, 2)
+        box = (int(x), int(y), int(x + w), int(y + h))
+        colour = tuple(int(c) for c in rng.integers(0, 256, 3))
+        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)(box, fill=colour)
+    return img
+
+
+def test_edited_copies_of_a_flat_graphic_found(platform: Platform, tmp_path: Path) -> None:
+    """A slide or diagram reposted smaller and re-compressed, mirrored, or greyed is paired
+    with its original at medium or above; another slide made the same way is not paired
+    with it at medium or above."""
+    folder = tmp_path / "slides"
+    slide = _slide(3)
+    save(slide, folder / "slide.png")
+    save(slide.resize((320, 240), Image.Resampling.LANCZOS), folder / "small.jpg", quality=40)
+    save(ImageOps.mirror(slide), folder / "mirror.png")
+    save(ImageOps.grayscale(slide), folder / "grey.jpg", quality=85)
+    save(_slide(4), folder / "other.png")
+    platform.ingest(folder)
+    pairs = {tuple(sorted((p["a"], p["b"]))): p for p in platform.pairs("weak")}
+    for copy in ("small.jpg", "mirror.png", "grey.jpg"):
+        pair = pairs.get(tuple(sorted(("slide.png", copy))))
+        assert pair is not None and pair["tier"] in ("medium", "strong"), (copy, pair)
+    other = pairs.get(("other.png", "slide.png"))
+    assert other is None or other["tier"] == "weak", other

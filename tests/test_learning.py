@@ -43,13 +43,17 @@ REPOSTS = [
 ]
 
 
+# A house decision no built-in lexicon holds (grade A / grade C): only labels teach it.
+YES, NO = "评为甲级", "评为丙级"
+
+
 def notice_items() -> tuple[list[dict], list[tuple[str, str]], list[tuple[str, str]]]:
     """Items, train pairs (decisive words), unseen pairs with the same decisive words."""
     items, train, unseen = [], [], []
     for group, bodies in ((train, BODIES), (unseen, UNSEEN)):
         for i, body in enumerate(bodies):
             a, b = f"{len(items)}-yes", f"{len(items)}-no"
-            items += [{"id": a, "text": body.format(d="给予批准")}, {"id": b, "text": body.format(d="不予批准")}]
+            items += [{"id": a, "text": body.format(d=YES)}, {"id": b, "text": body.format(d=NO)}]
             group.append((a, b))
     return items, train, unseen
 
@@ -109,7 +113,7 @@ def test_retrain_sends_unseen_decisive_pairs_below_medium_and_is_idempotent(labe
     assert report.versions["words"][0] != report.versions["words"][1] and report.resigned
     assert all(t is None or t == "weak" for t in tiers(p, unseen + train))
     assert report.tier_changes[("strong", "none")] + report.tier_changes[("medium", "none")] >= 2
-    assert "不予 1.00->20.00" in report.summary() and "给予 1.00->20.00" in report.summary()
+    assert "甲级 1.00->20.00" in report.summary() and "丙级 1.00->20.00" in report.summary()
     again = p.retrain()
     assert not again.changed and not again.resigned and again.rescored_pairs == 0
     assert "nothing changed" in again.summary()
@@ -130,7 +134,7 @@ def test_the_summary_agrees_with_itself(labelled) -> None:
 
 def test_query_applies_decisive_words_too(labelled) -> None:
     p, train, unseen = labelled
-    text = UNSEEN[0].format(d="不予批准")
+    text = UNSEEN[0].format(d=NO)
     yes_id = unseen[0][0]
     assert any(r["id"] == yes_id and r["score"] >= 0.8 for r in p.query(text, k=5))
     p.retrain()
@@ -244,7 +248,7 @@ def test_a_long_lived_process_follows_a_retrain_made_elsewhere(labelled, home: P
         elsewhere.retrain()
         fresh_version = elsewhere.signal("text").signer.version
     assert fresh_version != stale_version
-    text = UNSEEN[1].format(d="不予批准")
+    text = UNSEEN[1].format(d=NO)
     p.ingest(write_manifest(tmp_path / "later", [{"id": "late", "text": text}]))
     assert p.signal("text").signer.version == fresh_version
     assert not any({x["a"], x["b"]} == {"late", unseen[1][0]} for x in p.pairs())
@@ -254,7 +258,7 @@ def test_a_platform_kept_open_queries_under_a_retrain_made_elsewhere(labelled, h
     """A query server keeps its platform open: its answers follow the models another
     process made active, as a platform opened afterwards would."""
     p, _, unseen = labelled
-    text = UNSEEN[0].format(d="不予批准")
+    text = UNSEEN[0].format(d=NO)
     yes_id = unseen[0][0]
     assert any(r["id"] == yes_id and r["score"] >= 0.8 for r in p.query(text, k=5))
     with Platform.open(home, db_url) as elsewhere:

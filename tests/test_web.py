@@ -424,3 +424,22 @@ def test_dom_features_match_a_naive_computation():
 def test_dom_version_names_its_parts():
     assert web.DOM_VERSION.startswith("dom1-")
     assert "minhash-" in web.DOM_VERSION and "simhash64-" in web.DOM_VERSION
+
+
+def test_side_matter_recurring_at_a_small_share_leaves_an_article_but_not_a_reposted_one():
+    stats = web.BlockStats()
+    side = [f"Related: headline {k} of the site, with a snippet of its first words ..." for k in range(6)]
+    article = "\n".join(f"Paragraph {k} of the one article the reader came for, its own words." for k in range(3))
+    for i in range(100):  # a big site: each related item on 10 of its 100 pages
+        stats.add("big", web.block_hashes(f"Story {i} body.\n" + side[i % 6] if i < 60 else f"Story {i} body."))
+    for _ in range(5):  # an article posted five times, its side matter as recurring as it
+        stats.add("big", web.block_hashes(article))
+    levels = stats.levels("big", web.block_hashes(side[0] + "\n" + article), *BLOCK_MIN)
+    assert levels.tolist() == [web.RECURRING] * 4  # none common (10% of the site), all recurring
+    checker = stats.checker("big", *BLOCK_MIN)
+    new = "A short new article: the council met on Tuesday and approved the budget for the library."
+    page = new + "\n" + "\n".join(side)  # as long as the article five times over
+    assert web.drop_repeated(page, checker, SETTINGS.block_min_left) == new
+    # Nearly every line of the reposted article's page recurs: it keeps them.
+    reposted = article + "\n" + side[1]
+    assert web.drop_repeated(reposted, checker, SETTINGS.block_min_left) == reposted

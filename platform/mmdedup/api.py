@@ -8,6 +8,7 @@ gets from `Platform.pairs()` are the same thing. Every signal comes from the reg
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import sys
@@ -61,21 +62,29 @@ from .store import thresholds as stored_thresholds
 from .store import queries
 from .store.db import open_store, resolve_url
 from .store.errors import NoStore, StoreError, explain, shown_url
-from .store.locks import LockBusy, take_write_lock  # noqa: F401  (LockBusy: raised by retrain)
+from .store.locks import LockBusy, job_lock, take_write_lock  # noqa: F401  (LockBusy: raised by retrain)
+from .store.signatures import has_other_version
 from .store.streams import read_cursor
 
 
 EXPIRE_EVERY = 60.0  # seconds: how often a stream deletes what is past its retention
+RESIGN_LOCK = "resign"  # the job lock of signing a store again after an upgrade
+_log = logging.getLogger("mmdedup")
 
 
 class Platform:
     """A store of items and their duplicate relations, opened on one database."""
 
     def __init__(self, home: Path, url: str, sessions: sessionmaker[Session],
-                 settings: Settings, signals: Iterable[type[Signal]] | None = None) -> None:
+                 settings: Settings, signals: Iterable[type[Signal]] | None = None, *,
+                 read_only: bool = False) -> None:
         self.home = home
         self.url = url
         self.sessions = sessions
+        self.read_only = read_only
+        # {signal name: the version whose stored signatures were found current (or signed
+        # again)}: a query asks the store once per process, not at every query.
+        self._current: dict[str, str] = {}
         self._configured = settings  # as configured; `settings` adds the fitted fusion model
         self.settings = settings
         # Every signal gets the scorer at construction (a re-sign re-pairs what it changed),
@@ -124,7 +133,7 @@ class Platform:
                               "reads creates nothing)") from None
             raise NoStore(f"no mmdedup store at {home_path} (run `mmdedup --home {home_path} "
                           "ingest ...` first)") from None
-        return cls(home_path, url, sessions, settings)
+        return cls(home_path, url, sessions, settings, read_only=read_only)
 
     def close(self) -> None:
         self.sessions.kw["bind"].dispose()
@@ -304,8 +313,7 @@ class Platform:
         for signal in self._signals:
             signal.follow_active()
         self._load_fusion()
-        for signal in self._signals:
-            signal.catch_up()
+        self._catch_up(progress)
         ray = isinstance(engine, RayEngine)
         report = run_ingest(self.sessions, engine, source=source, settings=self.settings,
                             total=total, progress=progress, signals=self._signals,
@@ -341,6 +349,81 @@ class Platform:
         step = self.settings.ingest_chunk
         for start in range(0, len(pks), step):
             yield self.searched(name, pks[start:start + step], pks)
+
+    def resign_stale(self, progress: bool = False) -> list[str]:
+        """Sign again, before a search, the stored items whose signatures an earlier
+        release made (another tokenizer, hash or picture-code version): those are never
+        compared with the active version's, so without this a query after an upgrade
+        finds nothing among them until the next ingest. Done once, for every process:
+        under a job lock (a second process waits, then finds nothing left) and each batch
+        under the write lock, written to the store with the index files saved, so the
+        next open answers at once. A read-only Platform signs through a writer of its
+        own on the same store; where the store cannot be written, a warning says the
+        answers miss those items. Asked of the store once per signal version in a process.
+        Only signatures of another release count (`Signal.release_part`): texts signed
+        under other TF-IDF or word-weight models are those a retrain or a refresh is
+        signing again, or a later ingest or retrain resumes, and a query leaves them to it.
+        `progress`: a bar on stderr. Returns the signals signed again."""
+        todo, cannot = [], []
+        with self.sessions() as session:
+            for signal in self._signals:
+                version = signal.version()
+                if version is None or self._current.get(signal.name) == version:
+                    continue
+                if signal.needs_resign(session, version):
+                    (todo if signal.resigns else cannot).append(signal.name)
+                else:
+                    self._current[signal.name] = version
+        for name in cannot:
+            _log.warning("the store holds %s signatures of an earlier version, which this release does "
+                         "not compare and cannot make again from the store: queries miss those items' %s "
+                         "until they are ingested again", name, name)
+            self._current[name] = self.signal(name).version()
+        if not todo:
+            return []
+        if not self.read_only:
+            done = self._catch_up(progress, todo)
+        else:
+            try:
+                with Platform(self.home, self.url, open_store(self.url), self._configured) as writer:
+                    for signal in writer._signals:
+                        signal.follow_active()
+                    writer._load_fusion()
+                    done = writer._catch_up(progress, todo)
+            except Exception as exc:
+                problem = explain(exc, self.url)
+                if problem is None and not isinstance(exc, (StoreError, OSError)):
+                    raise
+                _log.warning("the store holds %s signatures of an earlier version and cannot be "
+                             "written here to sign them again (%s): queries miss those items until a "
+                             "process that may write opens it", " and ".join(todo), problem or exc)
+                done = []
+        for name in todo:
+            self._current[name] = self.signal(name).version()
+        return done
+
+    def _catch_up(self, progress: bool, names: Iterable[str] | None = None) -> list[str]:
+        """Every signal (of `names`) whose stored signatures are of another version signed
+        again (`Signal.catch_up`), one process at a time: a second one waits on the job
+        lock, and once it has it finds what the first signed."""
+        chosen = [s for s in self._signals if s.resigns and (names is None or s.name in names)]
+        if not chosen:
+            return []
+        with self.sessions() as session:
+            stale = any(s.version() is not None and has_other_version(session, s.name, s.version())
+                        for s in chosen)
+        engine = self.sessions.kw["bind"]
+        with ExitStack() as held:
+            if not stale:  # (the usual ingest: no lock to take; each signal still looks, under the write lock)
+                return [s.name for s in chosen if s.catch_up(progress)]
+            try:
+                held.enter_context(job_lock(engine, RESIGN_LOCK, 0.0))
+            except LockBusy:
+                if progress:
+                    print("waiting for another process signing this store's items again after an "
+                          "upgrade...", file=sys.stderr)
+                held.enter_context(job_lock(engine, RESIGN_LOCK, float("inf"), poll=0.2))
+            return [s.name for s in chosen if s.catch_up(progress)]
 
     def _follow_models(self) -> None:
         """Take up the models another process (a retrain, a TF-IDF refresh) made active."""
@@ -379,8 +462,11 @@ class Platform:
         video keyframes through CLIP's text tower (signal `clip_text`, detail
         `clip_text_cosine`). `meta` keeps items whose meta has those values;
         `since`/`until` keep items ingested in that window. A platform kept open (a
-        server) answers under the models in force now, another process's retrain included."""
+        server) answers under the models in force now, another process's retrain included.
+        Items an earlier release signed are signed again first (`resign_stale`), so the
+        answers after an upgrade are those of a store ingested under this one."""
         self._follow_models()
+        self.resign_stale()
         page = None
         if html is not None:
             page = extract_page(_read(html), max_bytes=self.settings.max_file_bytes,
@@ -601,7 +687,7 @@ def searched_on_worker(home: Path, url: str, settings: Settings, env: dict[str, 
     key = (home, url, pickle.dumps((settings, sorted(env.items()))))
     if key not in _ON_WORKER:
         _ON_WORKER.clear()
-        _ON_WORKER[key] = Platform(home, url, open_store(url, read_only=True), settings)
+        _ON_WORKER[key] = Platform(home, url, open_store(url, read_only=True), settings, read_only=True)
     return _ON_WORKER[key].searched(name, pks, among, on)
 
 

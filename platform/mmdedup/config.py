@@ -440,6 +440,16 @@ class Settings:
     # signal) once it appears on at least this many of the site's pages and this share.
     block_min_pages: int = setting(5, Number(int, lo=2))  # at 1 a site's first page is all boilerplate
     block_min_share: float = setting(0.2, SCORE)
+    # A line on at least block_min_pages pages of a site at a smaller share recurs: side
+    # matter (related-article lists, ads, widgets) that changes from page to page, or an
+    # article posted that often. It leaves a page whose other lines keep at least this
+    # share of its text (side matter beside an article); a page where nearly every line
+    # recurs keeps them (the much-posted article). extract/web.py says why.
+    block_min_left: float = setting(0.1, SCORE)
+    # Pages come before their site's side matter is known to recur: when lines of a site
+    # start to count (common or recurring), its last this many pages stored before are
+    # cleaned of them too, and their text signed again and its pairs scored again.
+    block_recheck_pages: int = setting(2000, Number(int, lo=0))
 
     # Ingest commits every `ingest_chunk` items, so a killed run loses at most one chunk.
     # Each commit rewrites the index pages its rows touched (the text and content hashes

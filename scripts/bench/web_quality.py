@@ -439,7 +439,7 @@ def main() -> None:
     for s, sig in zip(site, signals):
         stats.add(str(s), web.block_hashes(sig.text))
     checker = lambda s: stats.checker(str(s), SETTINGS.block_min_pages, SETTINGS.block_min_share)  # noqa: E731
-    dropped = [web.drop_repeated(sig.text, checker(s)) for s, sig in zip(site, signals)]
+    dropped = [web.drop_repeated(sig.text, checker(s), SETTINGS.block_min_left) for s, sig in zip(site, signals)]
 
     i, j = all_pairs(n)
     truth = body[i] == body[j]

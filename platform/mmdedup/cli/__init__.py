@@ -222,11 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--until", type=iso_time, help="ingested at or before (ISO time)")
     p.add_argument("--format", choices=("table", "json"), default="table",
                    help="table for people (default), json (a list) for scripts")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (of a store signed again after an upgrade)")
 
     p = command("serve", "keep the store open and answer `mmdedup query` on it from this "
                          "process, until stopped (Ctrl-C or SIGTERM)")
     p.add_argument("--idle", type=float, default=0.0, metavar="SECONDS",
                    help="stop after this many seconds without a query (default: never)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (of a store signed again after an upgrade)")
 
     p = command("stats", "counts of items, pairs, labels and failures")
     p.add_argument("--format", choices=("table", "json"), default="table",

@@ -183,6 +183,8 @@ def cmd_failures(platform: Platform, args: argparse.Namespace) -> int:
 
 
 def cmd_query(platform: Platform, args: argparse.Namespace) -> int:
+    # Items an earlier release signed are signed again first, with a bar where one shows.
+    platform.resign_stale(progress=not args.no_progress and sys.stderr.isatty())
     print_matches(run_query(platform, query_request(args)), listed_names(), args.format)
     sys.stdout.flush()
     start_server(args.home, args.db, platform.settings.query_server_idle)
@@ -195,6 +197,7 @@ def cmd_serve(platform: Platform, args: argparse.Namespace) -> int:
     from . import problem
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # (the socket is removed on the way out)
+    platform.resign_stale(progress=not args.no_progress and sys.stderr.isatty())
     try:
         serve(platform, args.home, lambda exc: problem(exc, platform), idle=args.idle,
               ready=lambda path: say(f"answering `mmdedup query` on {path}; Ctrl-C stops", err=True))

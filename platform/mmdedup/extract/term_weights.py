@@ -12,7 +12,7 @@ over a whole batch are one `searchsorted`, with no per-token Python.
 
 Word multipliers (learn/weights.py says how labels set them): a word at the floor is
 dropped from the sketches, as a template word is; a word above 1 is decisive in proportion
-to log(m) / log(max) (its `share`, see `text_sketches.Decisive`).
+to log(m) / log(max) (its `share`, see extract/polarity.py).
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ class TextSigner:
     template word does). Multipliers above 1 (decisive words) stay out of the sketches: a
     sketch cannot tell a word two texts share from one they differ in, and a heavy shared
     decisive word would make two different notices alike. They act when pairs are scored
-    (`Decisive`).
+    (extract/polarity.py).
     """
 
     def __init__(self, model: TfidfModel, words: WordWeights = UNIT) -> None:
@@ -379,38 +379,3 @@ def sketch_change(old: TextSketches, new: TextSketches) -> np.ndarray:
     What a TF-IDF refresh would move, measured before signing anything again."""
     return np.maximum((old.wminhash != new.wminhash).mean(axis=1),
                       (old.minhash != new.minhash).mean(axis=1))
-
-
-class Decisive:
-    """The words reviewers found decisive (multiplier > 1), and how decisive (their share,
-    learn/weights.py). A pair whose texts differ in one of them, one text holding it and the
-    other not, keeps only (1 - share) of its raw text similarity: "不予批准" against
-    "给予批准" at full share scores 0 whatever else the texts share. Checked on the token
-    sequences, not the sketches: a sketch cannot tell a word two texts share from one they
-    differ in, and sharing a decisive word must not make two texts alike. A text holding a
-    decisive word more often than the other ("must not ... shall not") differs in it too."""
-
-    def __init__(self, words: WordWeights) -> None:
-        table = words.table
-        keep = table[1] > 1 if table is not None else np.zeros(0, bool)
-        self.keys = table[0][keep] if table is not None else np.zeros(0, np.uint64)
-        self.share = words.share(table[1][keep]) if table is not None else np.zeros(0)
-
-    def __bool__(self) -> bool:
-        return bool(len(self.keys))
-
-    def words_in(self, tokens: np.ndarray) -> frozenset[tuple[int, int]]:
-        """(word, count) of the decisive words of a text: "shall not" beside "must not"
-        differs from "shall" beside "must not" only in how often "not" occurs."""
-        words, counts = np.unique(tokens[np.isin(tokens, self.keys)], return_counts=True)
-        return frozenset(zip(words.tolist(), counts.tolist()))
-
-    def shares(self, a: list[frozenset[tuple[int, int]]], b: list[frozenset[tuple[int, int]]]) -> np.ndarray:
-        """Per pair, the largest share among the decisive words the two texts hold a
-        different number of times."""
-        out = np.zeros(len(a))
-        for i, (x, y) in enumerate(zip(a, b)):
-            if x != y:
-                diff = np.fromiter({w for w, _ in x ^ y}, np.uint64)
-                out[i] = self.share[np.searchsorted(self.keys, diff)].max()
-        return out

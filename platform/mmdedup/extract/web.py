@@ -7,7 +7,8 @@ templates looks unrelated. So a page yields two signals:
 
 - the text of its main content, the template removed (trafilatura, with a plain lxml
   fallback), optionally with the blocks that recur across a site's pages dropped as well
-  (`drop_repeated`, fed by per-site block frequencies);
+  (`drop_repeated`, fed by per-site block frequencies: boilerplate, and the side matter
+  that changes from page to page but whose items recur across the site);
 - the structure of its DOM (`tag_paths` -> `dom_sketch`), which says "built from the same
   template", a hint for fusion and review, never a duplicate call on its own.
 
@@ -401,9 +402,26 @@ def _fallback_text(tree: etree._Element) -> str:
 # Repeated blocks
 # --------------------------------------------------------------------------------------
 # trafilatura keeps some template lines that sit inside the article container ("Read
-# more", a copyright line, a subscription appeal). They recur on many pages of one site
-# and on no page of another, so per-site block frequencies find them where no
-# site-independent rule can. The store keeps the frequencies; these are the pure parts.
+# more", a copyright line, a subscription appeal), and on pages built of plain divs much
+# of the side matter too: lists of other articles with their snippets, ad blocks, "most
+# read" widgets. They recur on many pages of one site and on no page of another, so
+# per-site block frequencies find them where no site-independent rule can. Two levels:
+#
+# - common (COMMON): on at least min_pages pages and min_share of the site: the site's
+#   boilerplate; always dropped.
+# - recurring (RECURRING): on at least min_pages pages, whatever the share. Side matter
+#   that changes from page to page recurs so: a related-article item is on a dozen pages
+#   of a site of thousands, far under any share a line of boilerplate has, and the TF-IDF
+#   weight of its words is not low either (it changes with the lists). But the lines of
+#   an article posted min_pages times recur as much. What tells them apart is the page:
+#   side matter sits beside an article whose own lines do not recur, while on a page of a
+#   much-posted article nearly every line recurs. So recurring lines are dropped only
+#   where the lines that do not recur keep at least `min_left` of the page's text;
+#   otherwise the page keeps them (and loses its common lines only).
+#
+# The store keeps the frequencies; these are the pure parts.
+
+KEEP, RECURRING, COMMON = 0, 1, 2
 
 
 def _blocks(text: str) -> tuple[list[str], list[str]]:
@@ -417,16 +435,31 @@ def block_hashes(text: str) -> list[int]:
     return hash_strings(norm).tolist() if norm else []
 
 
-def drop_repeated(text: str, is_common: Callable[[np.ndarray], np.ndarray]) -> str:
-    """The text without the blocks `is_common` flags (it gets a uint64 array of
-    `block_hashes`, returns a bool array: True = recurs across the site, drop it)."""
+def drop_repeated(text: str, is_common: Callable[[np.ndarray], np.ndarray], min_left: float = 0.0) -> str:
+    """The text without the blocks `is_common` flags. It gets a uint64 array of
+    `block_hashes` and returns, per block, a bool (True: common, drop it) or a level
+    (KEEP, RECURRING, COMMON); RECURRING blocks go only where what is left holds at least
+    `min_left` of the characters of the text without its common blocks (see above)."""
     lines, norm = _blocks(text)
     if not lines:
         return ""
-    common = np.asarray(is_common(hash_strings(norm)), dtype=bool)
-    if common.shape != (len(lines),):
-        raise ValueError(f"is_common returned shape {common.shape}, expected ({len(lines)},)")
-    return "\n".join(line.strip() for line, drop in zip(lines, common.tolist()) if not drop)
+    level = np.asarray(is_common(hash_strings(norm)))
+    if level.shape != (len(lines),):
+        raise ValueError(f"is_common returned shape {level.shape}, expected ({len(lines)},)")
+    level = np.where(level.astype(bool), COMMON, KEEP) if level.dtype == bool else level.astype(np.int64)
+    keep = level == KEEP
+    if (level == RECURRING).any():
+        size = np.fromiter((len(n) for n in norm), np.int64, len(norm))
+        if size[keep].sum() < min_left * size[level != COMMON].sum():
+            keep = level != COMMON  # nearly all of it recurs: a much-posted article, not side matter
+    return "\n".join(line.strip() for line, k in zip(lines, keep.tolist()) if k)
+
+
+def block_levels(df: np.ndarray, pages: int, min_pages: int, min_share: float) -> np.ndarray:
+    """KEEP, RECURRING or COMMON for blocks on `df` pages of a site of `pages` pages."""
+    df = np.asarray(df, np.int64)
+    level = np.where(df >= min_pages, RECURRING, KEEP)
+    return np.where((df >= min_pages) & (df >= min_share * pages), COMMON, level)
 
 
 @dataclass
@@ -438,7 +471,8 @@ class BlockStats:
     a big site recurs on five pages but on a tiny share of them, and must not be dropped
     (that would hide the very duplicates we look for); on a site we have seen three pages
     of, everything is "on every page". Callers pass both (Settings.block_min_pages and
-    Settings.block_min_share).
+    Settings.block_min_share). A block on min_pages pages at a smaller share is recurring
+    (`levels`): side matter, or that article; `drop_repeated` tells them apart per page.
     """
 
     pages: Counter = field(default_factory=Counter)
@@ -449,20 +483,25 @@ class BlockStats:
         self.pages[site] += 1
         self.freq.setdefault(site, Counter()).update(set(np.asarray(hashes, np.uint64).tolist()))
 
-    def common(self, site: str, hashes: Sequence[int] | np.ndarray, min_pages: int,
+    def levels(self, site: str, hashes: Sequence[int] | np.ndarray, min_pages: int,
                min_share: float) -> np.ndarray:
-        """bool per hash: does it recur on at least min_pages pages and min_share of the site?"""
+        """KEEP, RECURRING or COMMON per hash (`block_levels`)."""
         hashes = np.asarray(hashes, np.uint64)
         total = self.pages.get(site, 0)
         counts = self.freq.get(site)
         if not total or counts is None:
-            return np.zeros(len(hashes), bool)
+            return np.zeros(len(hashes), np.int64)
         df = np.fromiter((counts.get(h, 0) for h in hashes.tolist()), np.int64, len(hashes))
-        return (df >= min_pages) & (df >= min_share * total)
+        return block_levels(df, total, min_pages, min_share)
+
+    def common(self, site: str, hashes: Sequence[int] | np.ndarray, min_pages: int,
+               min_share: float) -> np.ndarray:
+        """bool per hash: does it recur on at least min_pages pages and min_share of the site?"""
+        return self.levels(site, hashes, min_pages, min_share) == COMMON
 
     def checker(self, site: str, min_pages: int, min_share: float) -> Callable[[np.ndarray], np.ndarray]:
-        """`is_common` for `drop_repeated` on pages of `site`."""
-        return lambda hashes: self.common(site, hashes, min_pages, min_share)
+        """`is_common` for `drop_repeated` on pages of `site`: the levels of its blocks."""
+        return lambda hashes: self.levels(site, hashes, min_pages, min_share)
 
 
 # --------------------------------------------------------------------------------------

@@ -7,8 +7,9 @@ stores the result as a ModelVersion of kind "fusion" with `version=model.version
 `params=model.as_params()`; `FusionModel.from_params` reads it back.
 
 Weights. The product's score is `score.fusion.fuse`: the larger of the weighted mean over
-the signals a pair has (weights renormalised over them) and its best content signal. The
-weights only act through that mean, so they are fitted *through fuse itself*: maximise the
+the signals a pair has (weights renormalised over them) and its best content signal, the
+structural signals left out of the mean where the best content signal is under
+STRUCTURE_NEEDS. The weights only act through that mean, so they are fitted *through fuse itself*: maximise the
 likelihood of
 
     P(duplicate) = sigmoid(a * fuse(signals; w) + b),   a >= 0,
@@ -56,7 +57,7 @@ from typing import Any, Collection, Mapping, Sequence
 import numpy as np
 
 from ..config import Settings
-from ..score.fusion import Fusion, fuse
+from ..score.fusion import STRUCTURE_NEEDS, Fusion, fuse
 
 Example = tuple[Mapping[str, float | None], bool]
 
@@ -208,6 +209,11 @@ def _fit_weights(signals: list[dict[str, float]], y: np.ndarray, defaults: dict[
     content = np.array([k in content_signals for k in keys])
     best = np.where(present & content, xz, -np.inf).max(axis=1)
     best = np.where(np.isfinite(best), best, 0.0)  # fuse: best content defaults to 0
+    # fuse leaves structure out of the mean of a pair whose content disagrees
+    # (best content < STRUCTURE_NEEDS): those values count for nothing, as if missing.
+    quiet = (present & content).any(axis=1) & (best < STRUCTURE_NEEDS)
+    present &= ~(quiet[:, None] & ~content[None, :])
+    xz = np.where(present, x, 0.0)
     # fuse scores 0 where a pair's content signals all weigh 0 (structure never decides alone)
     silenced = np.array([any(k in content_signals for k in s)
                          and not any(k in content_signals and defaults.get(k, 0) > 0 for k in s)

@@ -20,10 +20,13 @@ Each word's evidence is a net count (gains minus losses over all labels in force
 multiplier is exp(step * net), bounded to [word_weight_min, word_weight_max], so a few
 labels move a word and no number of labels can make it vanish from everything or outweigh
 a whole text. A word at the floor is dropped from the sketches, as a template word is. A
-word above 1 is decisive in proportion to log(m) / log(max) (its share): it stays out of the
-sketches, and a pair whose texts differ in it keeps only (1 - share) of its text similarity
-(`extract.text_sketches.Decisive`), so that one differing decisive word separates two texts of any
-length alike; a plain multiplier would be diluted by a long text. A
+word above 1 is decisive in proportion to log(m) / log(max) (its share, scaled to at most
+the text signal's `learned_share`): it stays out of the sketches, and a pair whose texts
+hold different decisive words at one spot keeps only (1 - share) of its text similarity
+(extract/polarity.py), so that one differing decisive word separates two texts of any
+length alike (a plain multiplier would be diluted by a long text), while a text that
+merely lacks the word elsewhere, or says it with a lexicon word of the same polarity,
+keeps its score. A
 retrain recomputes the multipliers from all labels in force, so a corrected label corrects
 the weights; each result is stored as a new model version (the history: every version and
 its words stay in `word_weights`, and `mmdedup retrain --rollback` re-activates the one

@@ -446,9 +446,11 @@ def _write_chunk(
     if changed:
         _write_assets(session, changed)
         _write_exact_pairs(session, changed, settings, report, signals, exact)
-        for signal in signals:
-            signal.prepare(session, changed)
+        restated = sorted({pk for signal in signals for pk in (signal.prepare(session, changed) or ())})
         found = [c for signal in signals if (c := signal.on_chunk(session, changed)) is not None]
+        if restated:
+            pks = np.asarray(restated, np.int64)
+            found += [c for signal in signals if (c := signal.restate(session, pks)) is not None]
         if scorer is not None and found:
             pairs = np.concatenate(found)
             _count_near(report, scorer.write(session, scorer.scored(session, candidate_pairs(pairs[:, 0], pairs[:, 1]))),

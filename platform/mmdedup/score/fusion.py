@@ -9,6 +9,14 @@ so one strong content match (the same body text, the same picture) is never drow
 missing or weak other signal, while a structural signal such as `dom` (pages built from
 one template) only ever moves the mean: alone it never makes two items duplicates.
 
+A structural signal also never lifts a pair whose content disagrees: it counts only when
+the best content signal is at least STRUCTURE_NEEDS; below that the pair scores what its
+content signals alone give. Pages of one site share their template whatever their
+articles say, so an identical DOM is no evidence about the text: were it to count, two
+different short articles of one site (text 0.7, DOM 1.0) would be lifted into a tier
+their texts never reach. Where the content already agrees, the template still tells that
+the two are the same page crawled again, and may move the pair up within the tiers.
+
 A signal weighted 0 does not count: neither in the mean nor as the best content signal,
 nor in the kind of match; a pair is scored by its other signals. A pair whose content
 signals all weigh 0 scores 0, since what is left of it (structure) never decides alone.
@@ -27,6 +35,11 @@ from typing import Collection, Mapping
 # tier: a pair's kind is stored with it, and a threshold that follows the configurable
 # tiers would leave the stored kinds disagreeing with the tiers once they change.
 SAME_ITEM_SCORE = 0.8
+# The content score a pair needs before structural signals count (see above): the same
+# point of the common scale, for the same reason (a stored score must not depend on the
+# configurable tiers). Below it the content says "not the same", and the template cannot
+# overrule that.
+STRUCTURE_NEEDS = 0.8
 
 
 @dataclass(frozen=True)
@@ -66,7 +79,9 @@ def fuse(signals: Mapping[str, float | None], weights: Mapping[str, float],
         return 0.0
     if any(k in content for k in had) and not any(k in content for k in present):
         return 0.0  # its content signals all weigh 0: structure alone never decides
+    best_content = max((v for k, v in present.items() if k in content), default=0.0)
+    if any(k in content for k in present) and best_content < STRUCTURE_NEEDS:
+        present = {k: v for k, v in present.items() if k in content}  # structure does not count
     total = sum(weights[k] for k in present)
     mean = sum(weights[k] * v for k, v in present.items()) / total
-    best_content = max((v for k, v in present.items() if k in content), default=0.0)
     return max(mean, best_content)

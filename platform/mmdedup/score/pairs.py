@@ -52,7 +52,8 @@ def scored_pairs(pairs: np.ndarray, values: dict[str, SignalValues], fusion: Fus
         score = fusion.fuse(sig)
         if score < floor:
             continue
-        details = {name: {k: _plain(arr[i]) for k, arr in v.details.items()}
+        # (a figure NaN for a pair does not apply to it, and is left out)
+        details = {name: {k: _plain(arr[i]) for k, arr in v.details.items() if arr[i] == arr[i]}
                    for name, v in values.items() if v.details and not np.isnan(v.values[i])}
         records.append({"a_pk": a, "b_pk": b, "score": score, "kind": fusion.kind(sig),
                         "signals": sig, "details": details or None})

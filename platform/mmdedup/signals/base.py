@@ -47,6 +47,7 @@ from ..store.signatures import (
     load_signatures,
     replace_signatures,
     signatures_since,
+    versions_stored,
 )
 from .shared_window import SharedIndex
 
@@ -101,6 +102,10 @@ class Signal(Generic[V, S]):
     # Whether the signal's index can live in a shared window (`window_store`, Redis):
     # key tables only (`shared_index`); a vector index stays in the process.
     shared: ClassVar[bool] = False
+    # Whether `catch_up` can sign stored items again from what the store keeps (their text,
+    # their files' paths): then a query on a store signed by an earlier release signs them
+    # first, rather than answer without them (Platform.resign_stale).
+    resigns: ClassVar[bool] = False
 
     def __init__(self, home: Path, sessions: sessionmaker[Session], settings: Settings, *,
                  rescore: Callable[[Session, np.ndarray], int] | None = None) -> None:
@@ -193,9 +198,20 @@ class Signal(Generic[V, S]):
 
     # --- ingest -------------------------------------------------------------------------
 
-    def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> None:
+    def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> list[int] | None:
         """Before any signal's `on_chunk`, in the chunk's transaction: what a signal must
-        settle about the items from the store (pages lose their site's boilerplate)."""
+        settle about the items from the store (pages lose their site's boilerplate).
+        Returns the stored items outside the chunk whose text for the signals this changed
+        (earlier pages of a site, cleaned of side matter that recurs only now): every
+        signal's `restate` is given them after `on_chunk`."""
+        return None
+
+    def restate(self, session: Session, pks: np.ndarray) -> Pairs | None:
+        """Sign again stored items whose text for the signals changed (`prepare`), and
+        return the candidate pairs to score: those found now and those they had (a pair
+        that no longer reaches the floor is then removed). Only signals that read the
+        stored text have anything to do."""
+        return None
 
     def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> Pairs | None:
         """Store the values of these new or changed items, index them, and return the
@@ -277,11 +293,26 @@ class Signal(Generic[V, S]):
         loader then keeps them for it instead of decoding twice)."""
         return False
 
+    def release_part(self, version: str) -> str:
+        """What of a version string the release defines (extractor, hash and sketch
+        versions): signatures that differ there were made by another release, and only a
+        re-sign makes them comparable. A signal whose version also names learned models
+        leaves those out: a retrain or a refresh that changes them signs again itself."""
+        return version
+
+    def needs_resign(self, session: Session, version: str) -> bool:
+        """Whether stored signatures of another release (`release_part`) are left for a
+        re-sign: what a query asks before it searches (Platform.resign_stale)."""
+        release = self.release_part(version)
+        return any(self.release_part(v) != release for _, v in versions_stored(session, self.name))
+
     def follow_active(self) -> None:
         """Before an ingest: drop what another process's retrain made stale."""
 
-    def catch_up(self) -> bool:
-        """Before an ingest: sign again stored items of another version; True if any."""
+    def catch_up(self, progress: bool = False) -> bool:
+        """Before an ingest or a query: sign again stored items of another version (a
+        release changed what makes this signal's values); True if any. Only a signal
+        that can make its values again from the store does (`resigns`)."""
         return False
 
     def finish(self) -> None:
@@ -455,8 +486,13 @@ class Signal(Generic[V, S]):
 
     def adjust(self, session: Session, a: np.ndarray, b: np.ndarray, raw: np.ndarray,
                details: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """A last say on stored pairs' raw similarity (the text signal's decisive words)."""
+        """A last say on stored pairs' raw similarity (the text signal's decision words)."""
         return raw, details
+
+    def scoring_version(self) -> str | None:
+        """What a pair's score under this signal depends on: its signatures' version,
+        and whatever `adjust` reads besides them."""
+        return self.version()
 
     # --- queries -------------------------------------------------------------------------
 

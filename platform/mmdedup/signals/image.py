@@ -8,9 +8,10 @@ queries search with all eight variants, so a flipped copy is found from either s
 pair's raw similarity is the best Hamming distance over the two items' pictures.
 
 A release that changes how the codes are made changes IMAGE_VERSION, and signatures of
-different versions are never compared: before an ingest, `catch_up` signs again every
-stored picture of another version from its file (the store keeps each file's path and
-sha256, not its bytes), so no stored item drops out of picture pairing.
+different versions are never compared: before an ingest or a query, `catch_up` signs
+again every stored picture of another version from its file (the store keeps each file's
+path and sha256, not its bytes), so no stored item drops out of picture pairing or of a
+query's answers.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.image import CENTRE_PENALTY, IMAGE_VERSION, ImageCodes, codes_of, image_distance
@@ -32,7 +34,7 @@ from ..store.pairs import pairs_touching
 from ..store.queries import stored_files
 from ..store.runs import finish_run, start_run
 from ..store.schema import utcnow
-from ..store.signatures import has_other_version, replace_signatures, stale_pks
+from ..store.signatures import count_other_versions, has_other_version, replace_signatures, stale_pks
 from .base import Signal
 
 MAX_IMAGES = 64  # pictures per item that get an index id (pk * 64 + position)
@@ -74,6 +76,7 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
     # (its four pairings of full and centre codes are symmetric: a search finds a pair from
     # either picture's side)
     searched_after = True
+    resigns = True
 
     def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
         super().__init__(*args, **kwargs)
@@ -85,20 +88,26 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
 
     # --- signing stored pictures again ---------------------------------------------------
 
-    def catch_up(self) -> bool:
-        """Before an ingest: sign again every stored picture whose signature is of another
-        version (`resign_all`); checked once per process. True if any was."""
+    def needs_resign(self, session: Any, version: str) -> bool:
+        """Stale pictures other than those a re-sign already failed on (file gone or
+        changed): a query on a machine without the media would otherwise read every
+        missing file again in each process. The next ingest tries those again."""
+        return count_other_versions(session, self.name, version, untried=RESIGN_SOURCE) > 0
+
+    def catch_up(self, progress: bool = False) -> bool:
+        """Before an ingest or a query: sign again every stored picture whose signature is
+        of another version (`resign_all`); checked once per process. True if any was."""
         version = self.version()
         if self._caught_up == version:
             return False
         with self.sessions() as session:
             stale = has_other_version(session, self.name, version)
         if stale:
-            self.resign_all()
+            self.resign_all(progress=progress)
         self._caught_up = version
         return stale
 
-    def resign_all(self) -> int:
+    def resign_all(self, progress: bool = False) -> int:
         """Sign again, a chunk at a time under the write lock, every item whose picture
         signature is of another version: its files read from where they were ingested,
         checked against their sha256 and decoded as ingest decodes them; then indexed and
@@ -106,10 +115,17 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
         scorer). An item whose file is gone, changed or no longer decodes keeps its old
         signature (never compared) and is recorded as a failure with its reason
         (`resign_failures`, and the failures table under RESIGN_SOURCE); the rest go on.
-        Returns how many items were signed again."""
+        Returns how many items were signed again. `progress`: a bar of the items reached,
+        on stderr."""
         version = self.version()
         done, last = 0, 0
         self.resign_failures = {}
+        total = None
+        if progress:
+            with self.sessions() as session:
+                total = count_other_versions(session, self.name, version)
+        bar = tqdm(total=total, unit="item", desc="sign pictures again (new version)", disable=not progress,
+                   leave=False)
         while True:
             with self.sessions.begin() as session:
                 take_write_lock(session)
@@ -118,6 +134,8 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
                     break
                 last = pks[-1]
                 done += self._resign(session, pks, version)
+            bar.update(len(pks))
+        bar.close()
         self.finish()
         return done
 

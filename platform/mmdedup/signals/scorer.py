@@ -107,7 +107,7 @@ class PairScorer:
         """What scored a pair: the versions of the signals that are on and the fusion
         weights. A pair of another version was scored by models no longer in force (a
         retrain cut short, a changed weight): a retrain re-scores it."""
-        made = "|".join(f"{s.name}={v}" for s in self.signals if (v := s.version()) is not None)
+        made = "|".join(f"{s.name}={v}" for s in self.signals if (v := s.scoring_version()) is not None)
         weights = ",".join(f"{k}={w!r}" for k, w in sorted(self.fusion.weights.items()))
         return hashlib.sha256(f"{made}|{weights}".encode()).hexdigest()[:16]
 

@@ -14,8 +14,9 @@ What it keeps beyond the contract's shared work (signals/base.py):
   `tfidf_refresh_growth`-fold growth, document frequencies are counted over the stored
   texts, frozen as a version, and every text re-signed and re-paired under it, a bounded
   step after each chunk (text_refresh.py);
-- decisive words (`Decisive`): a pair whose texts differ in a word reviewers found decisive
-  keeps only part of its raw similarity.
+- decision words (extract/polarity.py): a pair whose texts hold phrases of opposite
+  polarity at one spot ("不予批准" / "给予批准"), from the built-in lexicon, or different
+  words reviewers found decisive, keeps only part of its raw similarity.
 
 Its index is a SimHash Hamming index plus band LSH over the weighted MinHash, and the low
 bits of both MinHashes, which rule out candidates in memory (`reachable`).
@@ -24,20 +25,21 @@ bits of both MinHashes, which rule out candidates in memory (`reachable`).
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, OrderedDict
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Sequence
 
 import numpy as np
 from sqlalchemy.orm import Session
+from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
 from ..extract.tokenbatch import TokenBatch
+from ..extract.polarity import LEXICON_VERSION, DecisionSpots, Learned, decision_share, lexicon, mark_scan, spots_of
 from ..extract.text_sketches import (
     NUM_PERM,
-    Decisive,
     TextSigner,
     TextSketches,
     signer_version,
@@ -63,6 +65,7 @@ from .base import Signal
 from .text_refresh import NEXT_KIND, PENDING_KIND, TOKENS_KIND, Refresher, refresh_rate
 
 WORDS_KIND = "words"  # the model kind of learned word weights
+SPOTS_KEPT = 20_000  # texts whose decision spots stay in memory (`TextSignal._stored_spots`)
 _SCAN = 2000  # texts a batch when every text is read (a retrain's count and re-sign)
 
 
@@ -83,8 +86,42 @@ class TextSettings(SignalSettings):
     lsh_threshold: float = setting(0.4, Number(float, 0, 1, lo_open=True, hi_open=True))
     lsh_perms: int = setting(88, Number(int, 1, NUM_PERM))
     simhash_radius: int = setting(3, Number(int, 0, 64))
+    # Decision words (extract/polarity.py): the share of a pair's raw similarity taken by
+    # a spot where its texts decide apart by the lexicon (0.5: two notices identical but
+    # for the decision fall from strong to weak, still logged as related), and the most a
+    # word reviewers made decisive can take at the ceiling of its evidence (learned words
+    # move a score by degrees; none takes a pair's whole similarity).
+    polarity_share: float = setting(0.5, Number(float, 0, 1))
+    learned_share: float = setting(0.75, Number(float, 0, 1, hi_open=True))
     LEGACY: ClassVar = {"text_calibration": "calibration", "text_lsh_threshold": "lsh_threshold",
                         "text_lsh_perms": "lsh_perms", "text_simhash_radius": "simhash_radius"}
+
+
+@dataclass
+class _KeptText:
+    """A stored text's decision words in order (`MarkScan`), and its decision spots once
+    a pair needed them (`spots_for`)."""
+
+    hash: int
+    marks: tuple[str, ...]
+    spots: DecisionSpots | None = None
+
+
+def spots_for(entries: dict[int, _KeptText], texts: dict[int, str], learned: Learned) -> None:
+    """Make the decision spots these entries lack, their texts tokenised as one batch."""
+    todo = [pk for pk, e in entries.items() if e.spots is None]
+    if todo:
+        made = spots_of(tokenize_texts([texts[pk] for pk in todo]), lexicon(), learned)
+        for pk, spots in zip(todo, made):
+            entries[pk].spots = spots
+
+
+class _KeptSpots(OrderedDict):
+    """`_KeptText` by item pk, oldest first, and the learned words they were made with."""
+
+    words: WordWeights | None = None
+    made: Learned | None = None
+    learned: Learned | None = None
 
 
 def load_tfidf(session: Session, terms: np.ndarray | None = None) -> TfidfModel:
@@ -157,6 +194,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     query_figures = ("wjaccard", "jaccard")
     searched_after = True
     shared = True
+    resigns = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -173,6 +211,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         # pending signer, "pending, here" and "pending, worker"): for tests and benchmarks,
         # which must see the workers' sketches taken, not made again here.
         self.signed: Counter[str] = Counter()
+        self._spots = _KeptSpots()  # decision spots of stored texts (`_stored_spots`)
 
     # --- the signer ----------------------------------------------------------------------
 
@@ -193,6 +232,12 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 active = models.active_versions(session, ("tfidf", WORDS_KIND))
             self._version = signer_version(active.get("tfidf", PRIOR_VERSION), active.get(WORDS_KIND, UNIT.version))
         return self._version
+
+    def release_part(self, version: str) -> str:
+        """The version less its TF-IDF and word-weight models ("tfidf=...", "ww=..."):
+        texts signed under other models are a retrain's or a refresh's to sign again
+        (and are, as they go), not a query's."""
+        return "|".join(p for p in version.split("|") if not p.startswith(("tfidf=", "ww=")))
 
     def _drop_signer(self) -> None:
         """Forget the active models (read again when next needed)."""
@@ -240,16 +285,18 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         with self.sessions() as session:
             return has_other_version(session, self.name, self.signer.version)
 
-    def catch_up(self) -> bool:
-        """Sign again, before an ingest adds texts, every stored text whose signature is of
-        another version than the active models' (a new release changed the tokenizer or
-        the sketches, or a re-sign was cut short): signatures of other versions are never
-        compared, so those items would otherwise drop out of text pairing. Checked once
-        per signer version in a process; True if texts were signed again. A store with
-        no text signature has none to redo: the signer (its TF-IDF model) is not loaded.
-        Judged under the write lock, after following the models: another ingest's
-        refresh may switch versions at any moment, and a signer read before its switch
-        would take every text it tidied for stale and sign them back under the old one."""
+    def catch_up(self, progress: bool = False) -> bool:
+        """Sign again, before an ingest adds texts or a query searches, every stored text
+        whose signature is of another version than the active models' (a new release
+        changed the tokenizer or the sketches, or a re-sign was cut short): signatures of
+        other versions are never compared, so those items would otherwise drop out of
+        text pairing and of every query's answers. Checked once per signer version in a
+        process; True if texts were signed again. A store with no text signature has
+        none to redo: the signer (its TF-IDF model) is not loaded. Judged under the write
+        lock, after following the models: another ingest's refresh may switch versions
+        at any moment, and a signer read before its switch would take every text it
+        tidied for stale and sign them back under the old one. `progress`: a bar on
+        stderr."""
         with self.sessions() as session:
             if not has_any(session, self.name):
                 return False
@@ -263,7 +310,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 return False  # (the old version's signatures are the tidy's to replace)
             stale = has_other_version(session, self.name, version)
         if stale:
-            self.resign_all()
+            self.resign_all(progress=progress)
         self._caught_up = version
         return stale
 
@@ -332,24 +379,74 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def adjust(self, session: Session, a: np.ndarray, b: np.ndarray, raw: np.ndarray,
                details: dict[str, np.ndarray]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """Decisive words: a pair whose texts differ in one keeps only (1 - share) of
-        its raw similarity."""
-        decisive = Decisive(self.signer.words)
-        if not decisive:
-            return raw, details
-        words = self._stored_words(session, decisive, np.concatenate([a, b]))
-        share = decisive.shares([words.get(pk, frozenset()) for pk in a.tolist()],
-                                [words.get(pk, frozenset()) for pk in b.tolist()])
-        return raw * (1 - share), {**details, "decisive": share}
+        """Decision words: a pair whose texts decide apart at some spot keeps only
+        (1 - share) of its raw similarity. Looked at only where the raw similarity could
+        still reach `pair_floor` (lowering a pair already below it changes nothing kept),
+        and past a scan of the two texts' decision words (`MarkScan`), only where those
+        differ."""
+        share = np.zeros(len(raw))
+        look = np.flatnonzero(raw >= self._floor_raw)
+        if len(look):
+            learned = self._learned(self.signer.words)
+            kept, texts = self._kept(session, np.concatenate([a[look], b[look]]), learned)
+            look = np.array([i for i in look.tolist() if a[i] in kept and b[i] in kept
+                             and kept[a[i]].marks != kept[b[i]].marks], np.int64)
+            if len(look):
+                spots_for({pk: kept[pk] for pk in np.concatenate([a[look], b[look]]).tolist()}, texts, learned)
+                share[look] = [self._share(kept[x].spots, kept[y].spots, learned)
+                               for x, y in zip(a[look].tolist(), b[look].tolist())]
+        # the share taken, where decision words took some (a detail of those pairs only)
+        return raw * (1 - share), {**details, "decisive": np.where(share > 0, share, np.nan)}
 
-    @staticmethod
-    def _stored_words(session: Session, decisive: Decisive, pks: np.ndarray) -> dict[int, frozenset]:
-        """The decisive words of stored items, from their texts tokenised again (only
-        where reviewers made some word decisive, and only for the pairs scored)."""
-        rows = [(pk, text_for_signals(*parts)) for pk, *parts in texts_of(session, np.unique(pks).tolist())]
-        rows = [(pk, t) for pk, t in rows if t.strip()]
-        tokens = tokenize_texts([t for _, t in rows])
-        return {pk: decisive.words_in(tokens.doc(i)) for i, (pk, _) in enumerate(rows)}
+    @property
+    def _floor_raw(self) -> float:
+        """The least raw similarity whose calibrated score reaches `pair_floor`."""
+        grid = np.linspace(0.0, 1.0, 1001)
+        reach = np.flatnonzero(self.calibrate(grid) >= self.settings.pair_floor)
+        return float(grid[reach[0]]) if len(reach) else 1.0
+
+    def _learned(self, words: WordWeights) -> Learned:
+        """The learned decisive words, one object per word weights (the spots kept were
+        made with it)."""
+        if self._spots.words is not words:
+            self._spots.words, self._spots.made = words, Learned.of(words, self.config.learned_share)
+        return self._spots.made
+
+    def _share(self, x: DecisionSpots, y: DecisionSpots, learned: Learned) -> float:
+        return decision_share(x, y, self.config.polarity_share, learned)
+
+    def _kept(self, session: Session, pks: np.ndarray, learned: Learned
+              ) -> tuple[dict[int, _KeptText], dict[int, str]]:
+        """The decision words of these stored items' texts, and the texts, read from the
+        store. Kept for the last SPOTS_KEPT texts, by item and text, under the learned
+        words they were made with: a text is scored against each of its copies as they
+        arrive, and again by a refresh, and its spots need it tokenised again (texts
+        keep no token sequences in the store), which for Chinese costs more than all the
+        rest; a text changed since (by any process) is looked at again."""
+        kept = self._spots
+        if kept.learned is not learned:
+            kept.clear()
+            kept.learned = learned
+        scan = mark_scan(learned.words)
+        out, texts = {}, {}
+        for pk, *parts in texts_of(session, np.unique(pks).tolist()):
+            text = text_for_signals(*parts)
+            if not text.strip():
+                continue
+            h = hash(text)
+            entry = kept.get(pk)
+            if entry is None or entry.hash != h:
+                entry = kept[pk] = _KeptText(h, scan(text))
+            out[pk], texts[pk] = entry, text
+            kept.move_to_end(pk)
+        while len(kept) > SPOTS_KEPT:
+            kept.popitem(last=False)
+        return out, texts
+
+    def scoring_version(self) -> str:
+        """Pairs are scored with the decision lexicon besides the signatures: a new
+        lexicon makes stored pairs another scoring's (a retrain re-scores them)."""
+        return f"{self.version()}|{LEXICON_VERSION}"
 
     def stored(self, session: Session, pks: Sequence[int]) -> tuple[dict[int, int], Any]:
         """As the contract's, from either signature slot: after a refresh switched
@@ -441,6 +538,26 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             found = np.concatenate([found, self.refresher.sign_pending(session, pks, tokens, signal_texts,
                                                                        signed_pending, search=not self.defer)])
         return found
+
+    def restate(self, session: Session, pks: np.ndarray) -> np.ndarray | None:
+        """Stored texts that changed (pages cleaned again of their site's side matter),
+        signed again under the active version (and a refresh's pending one), with their
+        new candidates and the pairs they had: a pair their old text made falls when
+        scored again."""
+        rows = [(pk, text_for_signals(*parts)) for pk, *parts in texts_of(session, pks.tolist())]
+        rows = [(pk, t) for pk, t in rows if t.strip()]
+        if not rows:
+            return None
+        pks = np.fromiter((pk for pk, _ in rows), np.int64, len(rows))
+        texts = [t for _, t in rows]
+        tokens = tokenize_texts(texts)
+        found = self._sign(session, pks, tokens, texts, search=not self.defer)
+        if self.defer:
+            unsearched.add(session, self.name, pks)
+        if self.refresher.pending is not None:
+            found = np.concatenate([found, self.refresher.sign_pending(session, pks, tokens, texts,
+                                                                       search=not self.defer)])
+        return np.concatenate([found, pairs_touching(session, pks.tolist())])
 
     def search_stored(self, session: Session, pks: np.ndarray, among: np.ndarray) -> np.ndarray:
         """As the contract's, and, while a refresh signs, in its pending index too (those
@@ -648,22 +765,26 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             n_docs += int(np.count_nonzero(tokens.lengths))
         return counts[0], counts[1], n_docs
 
-    def resign_all(self) -> int:
+    def resign_all(self, progress: bool = False) -> int:
         """Re-sign every stored text under the active signer, then re-score its new
         candidates together with the pairs it already had (scores move with the weights;
         a pair that no longer reaches `pair_floor` is removed). Returns how many pairs were
         scored: those it had and those found again. A refresh under way is dropped (with
         its signatures), and so are token sequences older stores kept: this signs
-        everything under the models in force."""
+        everything under the models in force. `progress`: a bar of the texts signed, on
+        stderr."""
         with self.sessions.begin() as session:
             take_write_lock(session)
             self.refresher.cancel(session)
             delete_other_versions(session, NEXT_KIND, [])
             delete_other_versions(session, TOKENS_KIND, [])
+            total = count_texts(session) if progress else None
         self._index = self.new_index()
         self._index_version = self.signer.version
         self._seq = 0  # (the first batch adds what others signed under this version)
         rescored = 0
+        bar = tqdm(total=total, unit="text", desc="sign texts again (new version)", disable=not progress,
+                   leave=False)
         for pks, tokens, texts in self._scan_texts():
             with self.sessions.begin() as session:
                 take_write_lock(session)
@@ -677,6 +798,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                     self.rescore(session, pairs)
                     # Each pair once, in the batch of its later item (where it is found).
                     rescored += int(np.isin(pairs[:, 1], pks).sum())
+            bar.update(len(pks))
+        bar.close()
         self.finish()
         return rescored
 
@@ -716,12 +839,16 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             if len(found):
                 raw, details = self.similarity(sk.take(np.zeros(len(found), np.intp)),
                                                stored.take(np.fromiter(pos.values(), np.intp, len(pos))))
-                decisive = Decisive(signer.words)
-                if decisive:
-                    theirs = self._stored_words(session, decisive, found)
-                    share = decisive.shares([decisive.words_in(tokens.doc(0))] * len(found),
-                                            [theirs.get(pk, frozenset()) for pk in found.tolist()])
-                    raw = raw * (1 - share)
+                learned = self._learned(signer.words)
+                kept, texts = self._kept(session, found[raw >= self._floor_raw], learned)
+                mine = mark_scan(learned.words)(text)
+                differ = {pk: entry for pk, entry in kept.items() if entry.marks != mine}
+                if differ:
+                    spots_for(differ, texts, learned)
+                    probe = DecisionSpots.of(tokens.doc(0), lexicon(), learned)
+                    at = {pk: i for i, pk in enumerate(found.tolist())}
+                    for pk, entry in differ.items():
+                        raw[at[pk]] *= 1 - self._share(probe, entry.spots, learned)
                 scores = self.calibrate(raw)
                 out = {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
                        for i, pk in enumerate(found.tolist())}

@@ -83,7 +83,8 @@ class Item(Base):
     """One piece of content as the user named it; `content_key` is its exact-duplicate key."""
 
     __tablename__ = "items"
-    __table_args__ = (Index("ix_items_class_time", "class_name", "item_time"), Index("ix_items_time", "item_time"))
+    __table_args__ = (Index("ix_items_class_time", "class_name", "item_time"), Index("ix_items_time", "item_time"),
+                      Index("ix_items_page_site", "page_site", "pk"))
 
     pk: Mapped[int] = mapped_column(BigPK, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(512), unique=True)
@@ -97,6 +98,9 @@ class Item(Base):
     # The words of its video's subtitles (a file the manifest names, or the video's
     # subtitle stream); the text signal reads them after the item's text.
     subtitles: Mapped[str | None] = mapped_column(Text)
+    # The site a page counts for in the block frequencies (signals/dom.py `site_of`): its
+    # pages stored earlier are found again when lines of the site start to recur.
+    page_site: Mapped[str | None] = mapped_column(String(255))
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # sha256 of the normalised text, and of everything the item holds (text + asset bytes);
     # looked up through the `exact` signatures' index (signals/exact_keys.py), not SQL's.

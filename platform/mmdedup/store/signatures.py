@@ -20,7 +20,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from .db import insert_rows, select_in
-from .schema import Item, Signature, SignatureVersion
+from .schema import Failure, Item, Signature, SignatureVersion
 
 # {engine: {(kind, version): id}} of committed version rows.
 _KNOWN: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], int]] = weakref.WeakKeyDictionary()
@@ -194,6 +194,21 @@ def has_other_version(session: Session, kind: str, version: str) -> bool:
     others = [vid for vid, name in _version_ids(session, kind).items() if name != version]
     return bool(others) and session.scalar(select(Signature.item_pk).where(
         Signature.version_id.in_(others)).limit(1)) is not None
+
+
+def count_other_versions(session: Session, kind: str, version: str, untried: str | None = None) -> int:
+    """How many stored signatures of `kind` are of another version than `version`: what
+    a re-sign after an upgrade has to sign (its progress bar's total). `untried`: a
+    re-sign's failure source; the items it failed on (an open failure) are not counted."""
+    others = [vid for vid, name in _version_ids(session, kind).items() if name != version]
+    if not others:
+        return 0
+    query = select(func.count()).select_from(Signature).where(Signature.version_id.in_(others))
+    if untried is not None:
+        failed = select(Failure.pk).join(Item, Item.id == Failure.item_id).where(
+            Item.pk == Signature.item_pk, Failure.source == untried, Failure.resolved_at.is_(None))
+        query = query.where(~failed.exists())
+    return session.scalar(query) or 0
 
 
 def has_any(session: Session, kind: str) -> bool:
