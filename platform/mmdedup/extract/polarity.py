@@ -106,15 +106,10 @@ class Lexicon:
 
     def signs(self, hashes: np.ndarray) -> np.ndarray:
         """Polarity of each token: +1 / -1 for lexicon words, 0 for every other token."""
-        at = np.minimum(np.searchsorted(self.keys, hashes), max(len(self.keys) - 1, 0))
         if not len(self.keys):
             return np.zeros(len(hashes), np.int8)
+        at = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
         return np.where(self.keys[at] == hashes, self.sign[at], 0).astype(np.int8)
-
-
-@lru_cache(maxsize=4)
-def mark_scan(learned: tuple[str, ...] = ()) -> MarkScan:
-    return MarkScan(learned)
 
 
 @lru_cache(maxsize=1)
@@ -153,6 +148,7 @@ class Learned:
 
 NO_LEARNED = Learned(np.zeros(0, np.uint64), np.zeros(0))
 
+
 class MarkScan:
     """The lexicon's and the learned words as they appear in a text's characters, in
     order: one regular expression over the text, no tokenising. Two texts whose scans are
@@ -173,6 +169,12 @@ class MarkScan:
     def __call__(self, text: str) -> tuple[str, ...]:
         found = self.pattern.findall(unicodedata.normalize("NFKC", text).casefold())
         return tuple(w for w in found if not w.isascii() or w in self.ascii)
+
+
+@lru_cache(maxsize=4)
+def mark_scan(learned: tuple[str, ...] = ()) -> MarkScan:
+    """The scan of the lexicon and these learned words (one per learned model in use)."""
+    return MarkScan(learned)
 
 
 def _trie_pattern(words: list[str]) -> str:
@@ -291,11 +293,11 @@ def decision_share(a: DecisionSpots, b: DecisionSpots, flip: float, learned: Lea
     """The share of a pair's similarity its texts' decision spots take away: `flip` where
     one spot holds phrases of opposite polarity; else the largest share among learned
     words that differ at a spot where the lexicon does not vouch for both phrases."""
-    share = 0.0
-    if a.marked == b.marked and not a.marked:
+    if not a.marked and not b.marked:
         return 0.0
     if _opposite_beside(a, b):
         return flip
+    share = 0.0
     for key in a.marked.keys() | b.marked.keys():
         x, y = a.at(key), b.at(key)
         if x is None or y is None or x[1] == y[1]:
