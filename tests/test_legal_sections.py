@@ -80,3 +80,13 @@ def test_an_edited_or_shuffled_copy_of_a_section_stays_re_use(paired) -> None:
     assert len(copies) == 12
     missed = [c for c in copies if found.get(tuple(sorted(c))) not in ("strong", "medium")]
     assert missed == []
+
+
+def test_the_raw_rule_is_part_of_what_pairs_were_scored_under(home: Path, db_url: str,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stored pairs scored under another rule are another scoring's (a retrain re-scores them)."""
+    with Platform.open(home, db_url) as platform:
+        default = platform.signal("text").scoring_version()
+    monkeypatch.setenv("MMDEDUP_TEXT_REUSE_SLOPE", "3")
+    with Platform.open(home, db_url) as platform:
+        assert platform.signal("text").scoring_version() != default

@@ -364,8 +364,8 @@ def _short_shingles(hashes: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
 # What `raw_similarity` names in a scorer's version: a change of the rule re-scores pairs.
 RAW_VERSION = "raw=max(j,min(wj,base+slope*j))"
 # The rule's defaults (TextSettings.reuse_base and reuse_slope take them).
-REUSE_BASE = 0.1
-REUSE_SLOPE = 2.0
+REUSE_BASE = 0.12
+REUSE_SLOPE = 2.25
 
 
 def raw_similarity(wj: np.ndarray, j: np.ndarray, base: float, slope: float) -> np.ndarray:
