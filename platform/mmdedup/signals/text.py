@@ -79,7 +79,7 @@ class TextSettings(SignalSettings):
     # 3-grams backs it (`reuse_base`, `reuse_slope` below), or that Jaccard. Checked, not replaced, by the fit: on the labelled text sets
     # (topical notices included) it has precision 1.0 at medium and strong, and it keeps a
     # review band (raw 0.55-0.65) that the isotonic fit, on synthetic sets that separate
-    # cleanly, squeezes to 0.005 (docs/benchmarks.md, "Signal calibration").
+    # cleanly, squeezes to 0.001 (docs/benchmarks.md, "Signal calibration").
     calibration: Calibration = setting((
         (0.0, 0.0), (0.3, 0.5), (0.45, 0.7), (0.55, 0.8), (0.65, 0.9), (1.0, 1.0)), Knots(0, 1))
     # The weighted Jaccard counts only as far as the word 3-grams back it: raw =
