@@ -76,8 +76,9 @@ _SCAN = 2000  # texts a batch when every text is read (a retrain's count and re-
 class TextSettings(SignalSettings):
     weight: float = 0.5
     # Raw similarity: the weighted Jaccard of TF-IDF terms, as far as the Jaccard of word
-    # 3-grams backs it (`reuse_base`, `reuse_slope` below), or that Jaccard. Checked, not replaced, by the fit: on the labelled text sets
-    # (topical notices included) it has precision 1.0 at medium and strong, and it keeps a
+    # 3-grams backs it (`reuse_base`, `reuse_slope` below), or that Jaccard. Checked, not
+    # replaced, by the fit: on the labelled text sets (topical notices included) the map
+    # has precision 1.0 at medium and strong, and it keeps a
     # review band (raw 0.55-0.65) that the isotonic fit, on synthetic sets that separate
     # cleanly, squeezes to 0.001 (docs/benchmarks.md, "Signal calibration").
     calibration: Calibration = setting((
