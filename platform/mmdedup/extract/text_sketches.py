@@ -361,21 +361,45 @@ def _short_shingles(hashes: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
     return h
 
 
-def similarity(a: TextSketches, b: TextSketches) -> dict[str, np.ndarray]:
-    """Row-wise raw similarities of two aligned sets of sketches."""
+# What `raw_similarity` names in a scorer's version: a change of the rule re-scores pairs.
+RAW_VERSION = "raw=max(j,min(wj,base+slope*j))"
+# The rule's defaults (TextSettings.reuse_base and reuse_slope take them).
+REUSE_BASE = 0.12
+REUSE_SLOPE = 2.25
+
+
+def raw_similarity(wj: np.ndarray, j: np.ndarray, base: float, slope: float) -> np.ndarray:
+    """A pair's raw similarity from its weighted Jaccard of TF-IDF terms (`wj`) and its
+    Jaccard of word 3-grams (`j`): max(j, min(wj, base + slope * j)).
+
+    The weighted Jaccard forgives a copy its edits (a replaced word costs one term, but
+    three shingles), so it leads; but it cannot tell re-use from topical overlap. Two
+    sections of one long contract share its party names, defined terms and statutes,
+    rare words that TF-IDF weighs most, while hardly a sentence of one is in the other:
+    their weighted Jaccard alone would call them re-use. Re-use keeps word runs (an
+    edited copy keeps most 3-grams, shuffled sentences lose only those at the joins, a
+    truncated copy keeps the part it kept), so the weighted figure counts only as far as
+    the shingles back it: up to `base + slope * j`. Non-decreasing in both figures,
+    which lets an upper bound on each bound the pair (`TextSignal.reachable`)."""
+    return np.maximum(j, np.minimum(wj, base + slope * j))
+
+
+def similarity(a: TextSketches, b: TextSketches, base: float = REUSE_BASE,
+               slope: float = REUSE_SLOPE) -> dict[str, np.ndarray]:
+    """Row-wise raw similarities of two aligned sets of sketches (`raw_similarity`)."""
     wj = minhash_jaccard(a.wminhash, b.wminhash)
     j = minhash_jaccard(a.minhash, b.minhash)
     bits = hamming(a.simhash, b.simhash)
     none = a.empty | b.empty
     return {"wjaccard": np.where(none, 0.0, wj), "jaccard": np.where(none, 0.0, j),
-            "simhash_bits": bits, "raw": np.where(none, 0.0, np.maximum(wj, j))}
+            "simhash_bits": bits, "raw": np.where(none, 0.0, raw_similarity(wj, j, base, slope))}
 
 
 def sketch_change(old: TextSketches, new: TextSketches) -> np.ndarray:
     """Per text, the share of MinHash positions (the larger of the weighted and the
     order-aware sketch's) that differ between two signings of the same texts. A pair's
-    raw similarity estimate (the share of positions that agree) moves by at most the sum
-    of its two texts' changes: positions neither text changed agree or differ as before.
+    two Jaccard estimates (the share of positions that agree) each move by at most the
+    sum of its two texts' changes: positions neither text changed agree or differ as before.
     What a TF-IDF refresh would move, measured before signing anything again."""
     return np.maximum((old.wminhash != new.wminhash).mean(axis=1),
                       (old.minhash != new.minhash).mean(axis=1))

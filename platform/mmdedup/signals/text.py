@@ -40,8 +40,12 @@ from ..extract.tokenbatch import TokenBatch
 from ..extract.polarity import LEXICON_VERSION, DecisionSpots, Learned, decision_share, lexicon, mark_scan, spots_of
 from ..extract.text_sketches import (
     NUM_PERM,
+    RAW_VERSION,
+    REUSE_BASE,
+    REUSE_SLOPE,
     TextSigner,
     TextSketches,
+    raw_similarity,
     signer_version,
     similarity,
     tokenize_texts,
@@ -72,13 +76,19 @@ _SCAN = 2000  # texts a batch when every text is read (a retrain's count and re-
 @dataclass(frozen=True)
 class TextSettings(SignalSettings):
     weight: float = 0.5
-    # Raw similarity: the larger of the weighted Jaccard of TF-IDF terms and the Jaccard
-    # of word 3-grams. Checked, not replaced, by the fit: on the labelled text sets
-    # (topical notices included) it has precision 1.0 at medium and strong, and it keeps a
+    # Raw similarity: the weighted Jaccard of TF-IDF terms, as far as the Jaccard of word
+    # 3-grams backs it (`reuse_base`, `reuse_slope` below), or that Jaccard. Checked, not
+    # replaced, by the fit: on the labelled text sets (topical notices included) the map
+    # has precision 1.0 at medium and strong, and it keeps a
     # review band (raw 0.55-0.65) that the isotonic fit, on synthetic sets that separate
-    # cleanly, squeezes to 0.005 (docs/benchmarks.md, "Signal calibration").
+    # cleanly, squeezes to 0.001 (docs/benchmarks.md, "Signal calibration").
     calibration: Calibration = setting((
         (0.0, 0.0), (0.3, 0.5), (0.45, 0.7), (0.55, 0.8), (0.65, 0.9), (1.0, 1.0)), Knots(0, 1))
+    # The weighted Jaccard counts only as far as the word 3-grams back it: raw =
+    # max(jaccard, min(wjaccard, reuse_base + reuse_slope * jaccard)) (text_sketches.py
+    # `raw_similarity`). Sections of one document share its rare words, not its sentences.
+    reuse_base: float = setting(REUSE_BASE, Number(float, 0, 1))
+    reuse_slope: float = setting(REUSE_SLOPE, Number(float, 0))
     # Candidates: LSH over the first `lsh_perms` positions of the weighted MinHash, bands
     # and rows chosen for weighted Jaccard >= `lsh_threshold` (88 positions give 22 bands
     # of 4 rows, 185 bytes a document: with the Hamming index, inside a 300-byte budget at
@@ -374,7 +384,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         return np.concatenate([hits.query, cand.query]), np.concatenate([hits.ids, cand.ids]), cand.passed
 
     def similarity(self, a: TextSketches, b: TextSketches) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        sims = similarity(a, b)
+        sims = similarity(a, b, self.config.reuse_base, self.config.reuse_slope)
         return sims["raw"], {key: sims[key] for key in ("wjaccard", "jaccard", "simhash_bits")}
 
     def adjust(self, session: Session, a: np.ndarray, b: np.ndarray, raw: np.ndarray,
@@ -444,9 +454,11 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         return out, texts
 
     def scoring_version(self) -> str:
-        """Pairs are scored with the decision lexicon besides the signatures: a new
-        lexicon makes stored pairs another scoring's (a retrain re-scores them)."""
-        return f"{self.version()}|{LEXICON_VERSION}"
+        """Pairs are scored with the decision lexicon and the raw-similarity rule besides
+        the signatures: a new lexicon or rule makes stored pairs another scoring's (a
+        retrain re-scores them)."""
+        c = self.config
+        return f"{self.version()}|{LEXICON_VERSION}|{RAW_VERSION}:{c.reuse_base:g},{c.reuse_slope:g}"
 
     def stored(self, session: Session, pks: Sequence[int]) -> tuple[dict[int, int], Any]:
         """As the contract's, from either signature slot: after a refresh switched
@@ -649,9 +661,10 @@ class TextSignal(Signal[TextSketches, TextSettings]):
 
     def reachable(self, index: TextIndex, sk: TextSketches, q: np.ndarray, other: np.ndarray) -> np.ndarray:
         """Whether each candidate (row q[i] of `sk`, indexed item other[i]) could reach
-        `pair_floor` on this signal: its raw similarity (the larger of two MinHash
-        agreements) is at most the agreement of their low bits (index/bbit.py), and its
-        score at most that bound calibrated. A fused score is never above its best signal,
+        `pair_floor` on this signal: each of its two MinHash agreements is at most the
+        agreement of their low bits (index/bbit.py), so its raw similarity (non-decreasing
+        in both) is at most `raw_similarity` of those bounds, and its score at most that
+        bound calibrated. A fused score is never above its best signal,
         so a candidate ruled out here is one the scorer would have dropped after reading
         both signatures from the store, unless a signal that proposes no candidates of its
         own (the page template, `dom`) lifts it: such pairs are left to the indexes of the
@@ -664,10 +677,10 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         by_item = np.argsort(other)
         have, theirs = index.bits.rows(other[by_item])
         mine = sketch_bits(sk)[q[by_item]]
-        agree = agreeing(mine, theirs, parts=2).max(axis=1)  # (the weighted MinHash, the plain one)
+        agree = agreeing(mine, theirs, parts=2) / NUM_PERM  # (the weighted MinHash, the plain one)
+        bound = raw_similarity(agree[:, 0], agree[:, 1], self.config.reuse_base, self.config.reuse_slope)
         keep = np.empty(len(q), bool)
-        keep[by_item] = ~have | (calibrate_at_most(agree / NUM_PERM, self.config.calibration)
-                                 >= self.settings.pair_floor)
+        keep[by_item] = ~have | (calibrate_at_most(bound, self.config.calibration) >= self.settings.pair_floor)
         return keep
 
     def after_chunk(self) -> None:
