@@ -17,14 +17,14 @@ from mmdedup import Platform
 
 
 def copies(start: int, n: int, seed: int) -> list[dict]:
-    """n texts, each followed by a copy with 1 to 30 of its 80 words replaced."""
+    """n texts, each followed by a copy with 1 to 25 of its 80 words replaced."""
     rng = random.Random(seed)
     vocabulary = [f"word{k}" for k in range(5000)]
     out = []
     for i in range(start, start + n):
         words = [rng.choice(vocabulary) for _ in range(80)]
         out.append({"id": f"o{i}", "text": " ".join(words)})
-        for j in rng.sample(range(80), 1 + i % 30):
+        for j in rng.sample(range(80), 1 + i % 25):
             words[j] = rng.choice(vocabulary)
         out.append({"id": f"c{i}", "text": " ".join(words)})
     return out
