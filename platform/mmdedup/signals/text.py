@@ -69,7 +69,7 @@ from .base import Signal
 from .text_refresh import NEXT_KIND, PENDING_KIND, TOKENS_KIND, Refresher, refresh_rate
 
 WORDS_KIND = "words"  # the model kind of learned word weights
-SPOTS_KEPT = 20_000  # texts whose decision spots stay in memory (`TextSignal._stored_spots`)
+SPOTS_KEPT = 20_000  # texts whose decision spots stay in memory (`TextSignal._kept`)
 _SCAN = 2000  # texts a batch when every text is read (a retrain's count and re-sign)
 
 
@@ -131,7 +131,6 @@ class _KeptSpots(OrderedDict):
 
     words: WordWeights | None = None
     made: Learned | None = None
-    learned: Learned | None = None
 
 
 def load_tfidf(session: Session, terms: np.ndarray | None = None) -> TfidfModel:
@@ -221,7 +220,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         # pending signer, "pending, here" and "pending, worker"): for tests and benchmarks,
         # which must see the workers' sketches taken, not made again here.
         self.signed: Counter[str] = Counter()
-        self._spots = _KeptSpots()  # decision spots of stored texts (`_stored_spots`)
+        self._spots = _KeptSpots()  # decision spots of stored texts (`_kept`)
 
     # --- the signer ----------------------------------------------------------------------
 
@@ -418,7 +417,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     def _learned(self, words: WordWeights) -> Learned:
         """The learned decisive words, one object per word weights (the spots kept were
         made with it)."""
-        if self._spots.words is not words:
+        if self._spots.words is not words:  # (spots kept were made with the words before)
+            self._spots.clear()
             self._spots.words, self._spots.made = words, Learned.of(words, self.config.learned_share)
         return self._spots.made
 
@@ -434,9 +434,6 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         keep no token sequences in the store), which for Chinese costs more than all the
         rest; a text changed since (by any process) is looked at again."""
         kept = self._spots
-        if kept.learned is not learned:
-            kept.clear()
-            kept.learned = learned
         scan = mark_scan(learned.words)
         out, texts = {}, {}
         for pk, *parts in texts_of(session, np.unique(pks).tolist()):
