@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLES = {"items", "assets", "signatures", "pairs", "labels", "ingest_runs", "failures",
           "model_versions", "word_weights", "doc_freqs", "store_state", "web_sites", "web_blocks",
           "review_claims", "signature_versions", "unsearched", "deletions", "stream_cursors",
-          "adapted_thresholds"}
+          "adapted_thresholds", "text_anchors"}
 
 
 def tables(url: str) -> set[str]:

@@ -39,6 +39,7 @@ from .simhash import SIMHASH_VERSION, hamming, simhash64
 from .term_weights import UNIT, TfidfModel, WordWeights
 from .tokenbatch import TokenBatch, lookup
 from .tokens import tokenizer_version
+from .winnowing import Passages
 
 NUM_PERM = 128
 SHINGLE_N = 3
@@ -123,9 +124,10 @@ class TextSigner:
     (extract/polarity.py).
     """
 
-    def __init__(self, model: TfidfModel, words: WordWeights = UNIT) -> None:
+    def __init__(self, model: TfidfModel, words: WordWeights = UNIT, passages: Passages | None = None) -> None:
         self.model = model
         self.words = words
+        self.passages = passages  # recurring passages, taken out before signing (winnowing.py)
         self.multipliers = words.table  # (sorted word hashes, multiplier), 1.0 elsewhere
         self.minhash = MinHash(num_perm=NUM_PERM)
         self.wminhash = WeightedMinHash(num_perm=NUM_PERM)
@@ -179,6 +181,8 @@ class TextSigner:
         - a token is kept where its term's weight is positive; the terms of weight 0 or
           less (few) stay in the bags with weight 0, which neither sketch sees.
         """
+        if self.passages is not None:
+            tokens = self.passages.strip(tokens)
         first, tf = term_bags(tokens)
         hashes = tokens.hashes[first]
         if len(hashes) >= VOCAB_MIN_TERMS:  # the batch's distinct terms

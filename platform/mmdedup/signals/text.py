@@ -37,6 +37,7 @@ from tqdm import tqdm
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
 from ..extract.tokenbatch import TokenBatch
+from ..extract.winnowing import Passages, anchors
 from ..extract.polarity import LEXICON_VERSION, DecisionSpots, Learned, decision_share, lexicon, mark_scan, spots_of
 from ..extract.text_sketches import (
     NUM_PERM,
@@ -60,7 +61,8 @@ from ..score.pairs import candidate_pairs
 from ..store import models, unsearched
 from ..store.db import activate_version
 from ..store.locks import take_write_lock
-from ..store.items import count_texts, last_text_pk, scan_texts, texts_of
+from ..store.anchors import count_anchors, recurring_anchors
+from ..store.items import count_texts, last_text_pk, newest_texts, scan_texts, texts_of
 from ..store.pairs import pairs_touching
 from ..store.signatures import delete_other_versions, has_any, has_other_version, load_signatures, replace_signatures
 from ..score.calibration import calibrate_at_most
@@ -69,6 +71,7 @@ from .base import Signal
 from .text_refresh import NEXT_KIND, PENDING_KIND, TOKENS_KIND, Refresher, refresh_rate
 
 WORDS_KIND = "words"  # the model kind of learned word weights
+ANCHORS = "anchors"  # a worker's extracted value beside the sketches: the text's distinct anchors
 SPOTS_KEPT = 20_000  # texts whose decision spots stay in memory (`TextSignal._kept`)
 _SCAN = 2000  # texts a batch when every text is read (a retrain's count and re-sign)
 
@@ -103,6 +106,16 @@ class TextSettings(SignalSettings):
     # move a score by degrees; none takes a pair's whole similarity).
     polarity_share: float = setting(0.5, Number(float, 0, 1))
     learned_share: float = setting(0.75, Number(float, 0, 1, hi_open=True))
+    # Passages repeated across many texts (a site template around every text) leave the
+    # sketches (extract/winnowing.py): a winnowed word k-gram in at least
+    # `passage_min_texts` plain texts recurs; a run of at least `passage_min_run`
+    # recurring anchors is taken out of a text that keeps novel runs of as many anchors
+    # over at least `passage_min_left` of its tokens. When anchors start to recur, the
+    # last `passage_recheck` texts stored before are signed again without them.
+    passage_min_texts: int = setting(20, Number(int, lo=2))
+    passage_min_run: int = setting(4, Number(int, lo=1))
+    passage_min_left: float = setting(0.1, Number(float, 0, 1))
+    passage_recheck: int = setting(2000, Number(int, lo=0))
     LEGACY: ClassVar = {"text_calibration": "calibration", "text_lsh_threshold": "lsh_threshold",
                         "text_lsh_perms": "lsh_perms", "text_simhash_radius": "simhash_radius"}
 
@@ -221,14 +234,28 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         # which must see the workers' sketches taken, not made again here.
         self.signed: Counter[str] = Counter()
         self._spots = _KeptSpots()  # decision spots of stored texts (`_kept`)
+        self._passages: Passages | None = None
+        self._anchor_memo: OrderedDict[int, tuple[int, np.ndarray]] = OrderedDict()  # pk -> (text hash, anchors)
 
     # --- the signer ----------------------------------------------------------------------
+
+    @property
+    def passages(self) -> Passages:
+        """The recurring passages every signer of this signal takes out: the anchors the
+        store counts in `passage_min_texts` texts, read once, then kept up to date by
+        this process's ingests (`prepare`)."""
+        if self._passages is None:
+            s = self.config
+            with self.sessions() as session:
+                held = recurring_anchors(session, s.passage_min_texts)
+            self._passages = Passages(s.passage_min_run, s.passage_min_left, held)
+        return self._passages
 
     @property
     def signer(self) -> TextSigner:
         if self._signer is None:
             with self.sessions() as session:
-                self._signer = TextSigner(load_tfidf(session), load_word_weights(session))
+                self._signer = TextSigner(load_tfidf(session), load_word_weights(session), self.passages)
         return self._signer
 
     def version(self) -> str:
@@ -509,6 +536,52 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         return out
 
     # --- ingest --------------------------------------------------------------------------
+
+    def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> list[int]:
+        """Count the anchors of the chunk's plain texts in the store. A text that holds
+        anchors that recur is signed here (a worker signed it under what it knew then);
+        stored texts that hold anchors which start to recur only now (the first texts of
+        a new template came before it was known) are returned, to be signed again."""
+        s = self.config
+        texts = [li for _, li in changed if li.page is None and li.signal_text.strip()
+                 and (li.tokens is not None or self.name not in li.extracted
+                      or ANCHORS in li.extracted[self.name])]  # (not exact repeats given their values)
+        if not texts:
+            return []
+        held = chunk_anchors(texts, self.name)
+        per_anchor = Counter(h for a in held for h in a.tolist())
+        counts = count_anchors(session, per_anchor)
+        started = [h for h, n in counts.items() if n >= s.passage_min_texts > n - per_anchor[h]]
+        passages = self.passages
+        if started:
+            passages.add(np.asarray(started, np.uint64))
+        if len(passages.recurring):
+            for li, a in zip(texts, held):
+                if passages.recurs(a).any():
+                    li.extracted.pop(self.name, None)
+        if not started or s.passage_recheck <= 0:
+            return []
+        chunk = {pk for pk, _ in changed}
+        stored = [(pk, text_for_signals(*parts)) for pk, *parts in newest_texts(session, max(chunk), s.passage_recheck)
+                  if pk not in chunk]
+        now = np.unique(np.asarray(started, np.uint64))
+        return [pk for pk, a in zip((pk for pk, _ in stored), self._stored_anchors(stored))
+                if np.isin(a, now, assume_unique=True).any()]
+
+    def _stored_anchors(self, stored: list[tuple[int, str]]) -> list[np.ndarray]:
+        """The distinct anchors of stored texts, remembered while a text stays the same:
+        the same texts are looked at again each time anchors start to recur."""
+        memo = self._anchor_memo
+        keys = [hash(text) for _, text in stored]
+        todo = [i for i, ((pk, _), key) in enumerate(zip(stored, keys)) if memo.get(pk, (None,))[0] != key]
+        if todo:
+            found = anchors(tokenize_texts([stored[i][1] for i in todo]))
+            for j, i in enumerate(todo):
+                memo[stored[i][0]] = (keys[i], found.distinct(j))
+        out = [memo[pk][1] for pk, _ in stored]
+        while len(memo) > 2 * max(self.config.passage_recheck, 1):  # oldest first out
+            memo.popitem(last=False)
+        return out
 
     def on_chunk(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> np.ndarray | None:
         index = self.index(session)
@@ -839,7 +912,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         signer = self._signer
         if signer is None:
             with self.sessions() as session:
-                signer = TextSigner(load_tfidf(session, tokens.hashes), load_word_weights(session))
+                signer = TextSigner(load_tfidf(session, tokens.hashes), load_word_weights(session), self.passages)
         sk = signer.sign_tokens(tokens, [text])
         out: dict[int, tuple[float, dict[str, float]]] = {}
         with self.sessions() as session:
@@ -896,7 +969,27 @@ class TextSigning:
         texts = [items[i].signal_text for i in rows]
         tokens = token_batch([items[i] for i in rows])
         made = [(signer.version, signer.sign_tokens(tokens, texts)) for signer in self.signers]
+        found = anchors(tokens)
         for j, i in enumerate(rows):
             out[i] = {version: sk.pack(j) for version, sk in made}
+            out[i][ANCHORS] = found.distinct(j).tobytes()
             items[i].tokens = None
         return out
+
+
+def chunk_anchors(items: Sequence[LoadedItem], name: str) -> list[np.ndarray]:
+    """Each plain text's distinct anchors: as the worker that signed it found them, or from
+    its tokens (tokenised now where they were not kept)."""
+    out: list[np.ndarray | None] = [None] * len(items)
+    todo = []
+    for i, li in enumerate(items):
+        blob = (li.extracted.get(name) or {}).get(ANCHORS)
+        if blob is not None:
+            out[i] = np.frombuffer(blob, np.uint64)
+        else:
+            todo.append(i)
+    if todo:
+        found = anchors(token_batch([items[i] for i in todo]))
+        for j, i in enumerate(todo):
+            out[i] = found.distinct(j)
+    return out  # type: ignore[return-value]

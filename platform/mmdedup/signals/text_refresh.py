@@ -180,7 +180,7 @@ class Refresher:
     def _signer(self, model_pk: int, n_docs: int) -> TextSigner:
         with self.signal.sessions() as session:
             keys, df = models.doc_freqs(session, model_pk)
-        return TextSigner(TfidfModel.from_counts(keys, df, n_docs), self.signal.signer.words)
+        return TextSigner(TfidfModel.from_counts(keys, df, n_docs), self.signal.signer.words, self.signal.passages)
 
     def pending_index(self, session: Session) -> Any:
         """The pending index, caught up with every pending signature in the store."""
@@ -304,7 +304,7 @@ class Refresher:
         row.params = {"n_docs": n_docs, "terms": int(len(keys)), "phase": "sign", "cursor": 0,
                       "through": last_text_pk(session), "base": params["base"], "words": params["words"]}
         session.flush()
-        signer = TextSigner(model, self.signal.signer.words)
+        signer = TextSigner(model, self.signal.signer.words, self.signal.passages)
         self.pending = Pending(model.version, lambda: signer)
         return True
 
@@ -316,7 +316,7 @@ class Refresher:
         texts = [text_for_signals(*r[1:]) for r in rows]
         tokens = tokenize_texts(texts)
         now = self.signal.signer
-        return sketch_change(now.sign_tokens(tokens, texts), TextSigner(model, now.words).sign_tokens(tokens, texts))
+        return sketch_change(now.sign_tokens(tokens, texts), TextSigner(model, now.words, now.passages).sign_tokens(tokens, texts))
 
     def _sign(self, session: Session, row: ModelVersion, budget: int) -> bool:
         self.follow(session)

@@ -388,6 +388,17 @@ class WebSite(Base):
     pages: Mapped[int] = mapped_column(BigInteger)
 
 
+class TextAnchor(Base):
+    """In how many texts a winnowed word k-gram (extract/winnowing.py) appears: anchors in
+    many texts mark passages repeated across them (a site template), which leave the
+    texts' signatures."""
+
+    __tablename__ = "text_anchors"
+
+    anchor: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    texts: Mapped[int] = mapped_column(BigInteger)
+
+
 class WebBlock(Base):
     """On how many pages of a site a text block (a normalised line of main text) appears;
     blocks on many of a site's pages are boilerplate the extractor kept."""
