@@ -8,7 +8,7 @@ BIN = $(VENV)/bin
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -c constraints.txt -e '.[ml,ray,test]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[ml,multilingual,ray,test]'
 	touch $@
 
 setup: $(VENV)/.installed
