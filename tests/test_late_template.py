@@ -143,3 +143,29 @@ def test_passages_off_the_template_makes_every_pair(home, db_url, monkeypatch) -
         platform.ingest([{"id": k, "text": t} for k, t in wrapped.items()])
         false = Counter(tier for p, tier in tiers(platform).items() if p[0].split("-")[0] != p[1].split("-")[0])
         assert false["strong"] + false["medium"] >= 10, false
+
+
+def test_a_chinese_template_leaves_the_text(home, db_url, monkeypatch) -> None:
+    """Words from jieba, not spaces: a site's header and footer around Chinese news, no
+    line break between them and the article."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "bench"))
+    from text_quality import zh_docs
+
+    monkeypatch.setenv("MMDEDUP_INGEST_CHUNK", "8")
+    rng = random.Random(5)
+    docs = ["".join(d) for d in zh_docs(rng, n=66, topics=4)]
+    header, footer = docs[0], docs[1]  # the site's own lines, the same on every page
+    articles = [docs[i] + docs[i + 1] for i in range(2, 66, 2)]  # about 200 words each
+    texts = {f"a{i}": header + body + footer for i, body in enumerate(articles)}
+    for i in range(0, len(articles), 4):  # copies: a sentence of the article dropped
+        sentences = [s + "。" for s in articles[i].split("。") if s]
+        texts[f"a{i}-copy"] = header + "".join(sentences[:-1]) + footer
+    with Platform.open(home, db_url) as platform:
+        platform.ingest([{"id": k, "text": t} for k, t in texts.items()])
+        found = tiers(platform)
+    false = [p for p in found if p[0].split("-")[0] != p[1].split("-")[0]]
+    assert false == []
+    assert all(found.get((f"a{i}", f"a{i}-copy")) in ("strong", "medium") for i in range(0, len(articles), 4))
