@@ -37,7 +37,7 @@ from tqdm import tqdm
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
 from ..extract.tokenbatch import TokenBatch
-from ..extract.winnowing import Passages, anchors
+from ..extract.winnowing import Passages, anchors, kept_tokens
 from ..extract.polarity import LEXICON_VERSION, DecisionSpots, Learned, decision_share, lexicon, mark_scan, spots_of
 from ..extract.text_sketches import (
     NUM_PERM,
@@ -235,7 +235,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         self.signed: Counter[str] = Counter()
         self._spots = _KeptSpots()  # decision spots of stored texts (`_kept`)
         self._passages: Passages | None = None
-        self._anchor_memo: OrderedDict[int, tuple[int, np.ndarray]] = OrderedDict()  # pk -> (text hash, anchors)
+        self._anchor_memo: OrderedDict[int, tuple[int, tuple]] = OrderedDict()  # pk -> (text hash, `_stored_anchors`)
 
     # --- the signer ----------------------------------------------------------------------
 
@@ -541,7 +541,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         """Count the anchors of the chunk's plain texts in the store. A text that holds
         anchors that recur is signed here (a worker signed it under what it knew then);
         stored texts that hold anchors which start to recur only now (the first texts of
-        a new template came before it was known) are returned, to be signed again."""
+        a new template came before it was known) are returned, to be signed again, where
+        they lose a passage by it."""
         s = self.config
         texts = [li for _, li in changed if li.page is None and li.signal_text.strip()
                  and (li.tokens is not None or self.name not in li.extracted
@@ -565,19 +566,24 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         stored = [(pk, text_for_signals(*parts)) for pk, *parts in newest_texts(session, max(chunk), s.passage_recheck)
                   if pk not in chunk]
         now = np.unique(np.asarray(started, np.uint64))
-        return [pk for pk, a in zip((pk for pk, _ in stored), self._stored_anchors(stored))
-                if np.isin(a, now, assume_unique=True).any()]
+        again = []
+        for (pk, _), (length, hashes, positions) in zip(stored, self._stored_anchors(stored)):
+            if np.isin(hashes, now).any() and kept_tokens(length, positions, passages.recurs(hashes),
+                                                          passages.min_run, passages.min_left) is not None:
+                again.append(pk)
+        return again
 
-    def _stored_anchors(self, stored: list[tuple[int, str]]) -> list[np.ndarray]:
-        """The distinct anchors of stored texts, remembered while a text stays the same:
-        the same texts are looked at again each time anchors start to recur."""
+    def _stored_anchors(self, stored: list[tuple[int, str]]) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(tokens, anchors, their positions) of stored texts, remembered while a text stays
+        the same: the same texts are looked at again each time anchors start to recur."""
         memo = self._anchor_memo
         keys = [hash(text) for _, text in stored]
         todo = [i for i, ((pk, _), key) in enumerate(zip(stored, keys)) if memo.get(pk, (None,))[0] != key]
         if todo:
-            found = anchors(tokenize_texts([stored[i][1] for i in todo]))
+            tokens = tokenize_texts([stored[i][1] for i in todo])
+            found = anchors(tokens)
             for j, i in enumerate(todo):
-                memo[stored[i][0]] = (keys[i], found.distinct(j))
+                memo[stored[i][0]] = (keys[i], (int(tokens.lengths[j]), *found.of(j)))
         out = [memo[pk][1] for pk, _ in stored]
         while len(memo) > 2 * max(self.config.passage_recheck, 1):  # oldest first out
             memo.popitem(last=False)
@@ -635,7 +641,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         tokens = tokenize_texts(texts)
         found = self._sign(session, pks, tokens, texts, search=not self.defer)
         if self.defer:
-            unsearched.add(session, self.name, pks)
+            unsearched.add_again(session, self.name, pks)
         if self.refresher.pending is not None:
             found = np.concatenate([found, self.refresher.sign_pending(session, pks, tokens, texts,
                                                                        search=not self.defer)])
