@@ -196,7 +196,7 @@ def test_mirrored_copy_matches_through_flipped_codes(sig_a, frames_a):
     # Without the mirrored codes it would not match: the flip is what finds it.
     blind = VideoFrames(**{**mirrored.__dict__, "mirrored": mirrored.codes,
                            "inner_mirrored": mirrored.inner, "centre_mirrored": mirrored.centre,
-                           "centre2_mirrored": mirrored.centre2})
+                           "centre2_mirrored": mirrored.centre2, "anchored_mirrored": mirrored.anchored})
     assert video_similarity(sig_a, blind, RADIUS) <= DISTINCT
 
 

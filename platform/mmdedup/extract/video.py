@@ -96,6 +96,13 @@ SMOOTH = 0.45  # a bar's texture is under this share of the median column's (row
 MIN_MOVING = 5  # frames with motion needed before still edges tell an inset
 CENTRE = 0.9  # the centre code hashes the middle CENTRE of each side of the picture,
 CENTRE2 = 0.95  # the second centre code the middle CENTRE2 (a lighter crop)
+CORNER = 0.9  # the anchored codes hash CORNER of each side, set at each corner and side
+# Where each anchored crop sits: (x, y) as shares of the room left beside it (0 left/top,
+# 1 right/bottom); the centre is the centre code's.
+ANCHORS = ((0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (0.0, 0.5), (1.0, 0.5), (0.0, 1.0), (0.5, 1.0),
+           (1.0, 1.0))
+# The mirror image's crop at anchor k is the frame's crop at anchor _MIRROR_ANCHOR[k] flipped.
+_MIRROR_ANCHOR = tuple(ANCHORS.index((1.0 - x, y)) for x, y in ANCHORS)
 
 # Limits. Size and duration are settings (max_file_bytes, max_video_seconds in config.py),
 # which every caller passes; these two are the extractor's own.
@@ -103,11 +110,12 @@ MAX_FRAMES = 1000  # kept frames; past this the signature stops (marked partial)
 MAX_PIXELS = 8192 * 4320  # one frame (8K); larger is refused before decoding
 
 VIDEO_VERSION_BASE = (
-    f"video2-phash{HASH_SIZE * HASH_SIZE}-lanczos{THUMB}-work{WORK_MIN}"
+    f"video3-phash{HASH_SIZE * HASH_SIZE}-lanczos{THUMB}-work{WORK_MIN}"
     f"-bar{BAR_STD:g}-blank{BLANK_STD:g}-drift{DRIFT_BITS}-gap{MIN_GAP:g}"
     f"-cut{CUT_BITS}-prune{PRUNE_BITS}"
     f"-inset{EDGE_STEP:g}x{INSET_STILL:g}x{INSET_LINE:g}x{INSET_COVER:g}x{INSET_MIN:g}"
     f"-smooth{SMOOTH:g}-moving{MIN_MOVING}-centre{CENTRE:g}+{CENTRE2:g}"
+    f"-anchored{CORNER:g}x{len(ANCHORS)}"
 )
 
 
@@ -149,8 +157,12 @@ class VideoFrames:
     centre    pHash of the middle CENTRE of each side of the inset (or frame), which
               lands near a cropped copy's code (uint64, n); centre2 the same of the
               middle CENTRE2 (a lighter crop)
-    inner_mirrored, centre_mirrored, centre2_mirrored: the same, of the frame flipped
-              left-right
+    anchored  pHashes of CORNER of each side of the inset (or frame), set at each of
+              ANCHORS (the corners and the middles of the sides) (uint64, len(ANCHORS) x
+              n): a copy cropped off-centre shows about one of them
+    inner_mirrored, centre_mirrored, centre2_mirrored, anchored_mirrored: the same, of
+              the frame flipped left-right (anchored_mirrored[k] at ANCHORS[k] of the
+              flipped frame)
     partial   True when decoding stopped early (truncated or corrupt data, or
               max_frames reached) and these are the frames decoded so far; `note` says why
     """
@@ -175,6 +187,8 @@ class VideoFrames:
     centre_mirrored: np.ndarray | None = None
     centre2: np.ndarray | None = None
     centre2_mirrored: np.ndarray | None = None
+    anchored: np.ndarray | None = None
+    anchored_mirrored: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         # Frames with no inset or centre code of their own (a baseline, a test's frames)
@@ -184,6 +198,9 @@ class VideoFrames:
                            ("centre2", self.codes), ("centre2_mirrored", self.mirrored)):
             if getattr(self, name) is None:
                 setattr(self, name, like)
+        for name, like in (("anchored", self.codes), ("anchored_mirrored", self.mirrored)):
+            if getattr(self, name) is None:
+                setattr(self, name, np.tile(np.asarray(like, np.uint64), (len(ANCHORS), 1)))
 
     def __len__(self) -> int:
         return len(self.codes)
@@ -468,11 +485,17 @@ def _inset_of(steps_x: np.ndarray, steps_y: np.ndarray, texture: np.ndarray
 
 
 def _centre_box(box: tuple[int, int, int, int], share: float = 0.0) -> tuple[int, int, int, int]:
-    share = share or CENTRE
+    return _anchored_box(box, share or CENTRE, 0.5, 0.5)
+
+
+def _anchored_box(box: tuple[int, int, int, int], share: float, x: float, y: float
+                  ) -> tuple[int, int, int, int]:
+    """`share` of each side of box, placed at x, y of the room left (0.5, 0.5: centred)."""
     top, left, bottom, right = box
-    dh = round((bottom - top) * (1 - share) / 2)
-    dw = round((right - left) * (1 - share) / 2)
-    return top + dh, left + dw, bottom - dh, right - dw
+    dh = 2 * round((bottom - top) * (1 - share) / 2)
+    dw = 2 * round((right - left) * (1 - share) / 2)
+    t, lft = top + round(dh * y), left + round(dw * x)
+    return t, lft, t + bottom - top - dh, lft + right - left - dw
 
 
 # --------------------------------------------------------------------------------------
@@ -708,8 +731,8 @@ class _Sampler:
         self.last_moving = code
 
     def finish(self) -> dict[str, Any]:
-        """The inset (one for the video: a layout stays put), and each kept frame's inset
-        and centre codes."""
+        """The inset (one for the video: a layout stays put), and each kept frame's inset,
+        centre and anchored codes."""
         inset = None
         if self.moving >= MIN_MOVING:
             inset = _inset_of(self.steps_x / self.moving, self.steps_y / self.moving, self.texture)
@@ -723,12 +746,21 @@ class _Sampler:
                     inner = (t, lft, b, r)
             low_in, low_c, low_c2 = (_frame_low(g, inner), _frame_low(g, _centre_box(inner)),
                                      _frame_low(g, _centre_box(inner, CENTRE2)))
-            lows.append((low_in, low_in * _MIRROR, low_c, low_c * _MIRROR, low_c2, low_c2 * _MIRROR))
+            lows.append((low_in, low_in * _MIRROR, low_c, low_c * _MIRROR, low_c2, low_c2 * _MIRROR,
+                         *(_frame_low(g, _anchored_box(inner, CORNER, x, y)) for x, y in ANCHORS)))
         views = [_codes_from_low(np.stack([x[i] for x in lows])) if lows else np.zeros(0, np.uint64)
                  for i in range(6)]
+        k = len(ANCHORS)
+        anchored = np.stack([x[6:] for x in lows]) if lows else np.zeros((0, k, HASH_SIZE, HASH_SIZE))
+        n = len(anchored)
+        codes = flipped = np.zeros((k, 0), np.uint64)
+        if n:
+            codes = _codes_from_low(anchored.reshape(n * k, HASH_SIZE, HASH_SIZE)).reshape(n, k).T
+            flipped = _codes_from_low((anchored * _MIRROR).reshape(n * k, HASH_SIZE, HASH_SIZE)).reshape(n, k).T
         self.greys = []
         return {"inner": views[0], "inner_mirrored": views[1], "centre": views[2],
-                "centre_mirrored": views[3], "centre2": views[4], "centre2_mirrored": views[5]}
+                "centre_mirrored": views[3], "centre2": views[4], "centre2_mirrored": views[5],
+                "anchored": codes, "anchored_mirrored": flipped[list(_MIRROR_ANCHOR)]}
 
 
 def _rgb(image: Any, box: tuple[int, int, int, int], k: int, image_size: int):
@@ -817,11 +849,21 @@ def near_matrix(views_a: np.ndarray, views_b: np.ndarray, radius: int) -> np.nda
     return (dist <= radius).any(axis=(0, 1))
 
 
-def _directed(views_a: np.ndarray, views_b: np.ndarray, la: np.ndarray, lb: np.ndarray,
-              radius: int) -> tuple[float, np.ndarray, int]:
+def anchored_matrices(a: VideoFrames, b: VideoFrames, mirrored: bool, radius: int) -> np.ndarray:
+    """(2 x len(ANCHORS), len a, len b) booleans: a's anchored crop k within radius of b's
+    frame or inset code (b shows that part of a), then b's crop k of a's (a shows part of
+    b); b flipped when `mirrored`. Frames that match only this way count one crop at a
+    time (`video_match`)."""
+    views_b = b.views(mirrored)[:2]
+    crops_b = b.anchored_mirrored if mirrored else b.anchored
+    a_in_b = (hamming(a.anchored[:, :, None, None], views_b.T[None, None]) <= radius).any(axis=3)
+    b_in_a = (hamming(a.views()[:2].T[None, :, None], crops_b[:, None, :, None]) <= radius).any(axis=3)
+    return np.concatenate([a_in_b, b_in_a]).reshape(-1, len(a), len(b))
+
+
+def _directed(near: np.ndarray, la: np.ndarray, lb: np.ndarray) -> tuple[float, np.ndarray, int]:
     """Share of the shorter side's frames matched in order, and the distinct clusters the
     matches span (the smaller of the two sides)."""
-    near = near_matrix(views_a, views_b, radius)
     best = (0.0, np.zeros((0, 2), dtype=np.int64), 0)
     # Each direction: the share of that video's frames found, in order, in the other.
     for flip in (False, True):
@@ -851,10 +893,20 @@ def video_match(a: VideoFrames, b: VideoFrames, radius: int) -> VideoMatch:
     best = empty
     views_a = a.views()
     for mirrored in (False, True):
-        share, pairs, distinct = _directed(views_a, b.views(mirrored), la, lb, radius)
-        score = share * min(1.0, distinct / need)
-        if score > best.score:
-            best = VideoMatch(float(score), pairs, mirrored, distinct)
+        # Frames match by any of their views, or else through one anchored crop for the
+        # whole video: a cropped copy shows the same part of the source throughout, while
+        # another video of the same scene (a pan along another path) meets a different
+        # crop from moment to moment and is not let to add them up.
+        nears = [near_matrix(views_a, b.views(mirrored), radius)]
+        nears += list(anchored_matrices(a, b, mirrored, radius))
+        for near in nears:
+            most = max(near.any(axis=1).mean(), near.any(axis=0).mean())  # share at most
+            if most <= best.score:
+                continue
+            share, pairs, distinct = _directed(near, la, lb)
+            score = share * min(1.0, distinct / need)
+            if score > best.score:
+                best = VideoMatch(float(score), pairs, mirrored, distinct)
     return best
 
 

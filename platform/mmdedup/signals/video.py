@@ -2,10 +2,13 @@
 
 The signature keeps each sampled frame's time and four pHashes, each also of the mirror
 image: the frame's, its inset's (bars that are not uniform, a picture in picture cut
-off) and two of its centre (a cropped copy's frame lands near one). The Hamming index
-holds the four codes of every frame (id pk * 4096 + k); a new video's codes, as they are and
-mirrored, are searched in it, and an item whose frames are hit at least `min_frame_hits`
-times becomes a candidate; the alignment in `video_match` then decides.
+off) and two of its centre (a cropped copy's frame lands near one), and the pHashes of
+crops anchored at its corners and sides (an off-centre crop's frame lands near one). The
+Hamming index holds the four codes of every frame (id pk * 4096 + k); a new video's codes
+and anchored crops, as they are and mirrored, are searched in it (a stored source is found
+by a new cropped copy through its centre codes, a stored cropped copy by a new source
+through the source's anchored crops), and an item whose frames are hit at least
+`min_frame_hits` times becomes a candidate; the alignment in `video_match` then decides.
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ from typing import ClassVar, Sequence
 import numpy as np
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
-from ..extract.video import VIDEO_VERSION, VideoFrames, video_match
+from ..extract.video import ANCHORS, VIDEO_VERSION, VideoFrames, video_match
 from ..index.hamming import HammingIndex
 from ..index.slots import entry_ids
 from ..input.items import LoadedItem
 from .base import Signal
 
 MAX_FRAMES = 4096  # entry ids per item in the index (pk * 4096 + k): 4 codes a kept frame
-ROWS = 9  # a packed signature: times, then codes, inset and two centre codes, as is and mirrored
+# A packed signature: times, then codes, inset and two centre codes, as is and mirrored,
+# then the anchored crops' codes, as is and mirrored.
+ROWS = 9 + 2 * len(ANCHORS)
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,8 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
                                frames.mirrored.astype("<u8"), frames.inner.astype("<u8"),
                                frames.inner_mirrored.astype("<u8"), frames.centre.astype("<u8"),
                                frames.centre_mirrored.astype("<u8"), frames.centre2.astype("<u8"),
-                               frames.centre2_mirrored.astype("<u8")]).tobytes()
+                               frames.centre2_mirrored.astype("<u8"), frames.anchored.astype("<u8").ravel(),
+                               frames.anchored_mirrored.astype("<u8").ravel()]).tobytes()
 
     @staticmethod
     def unpack(blob: bytes) -> VideoFrames:
@@ -76,7 +82,9 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
                            fps=0.0, decoded=n, blank=0, inner=raw[3].astype(np.uint64),
                            inner_mirrored=raw[4].astype(np.uint64), centre=raw[5].astype(np.uint64),
                            centre_mirrored=raw[6].astype(np.uint64), centre2=raw[7].astype(np.uint64),
-                           centre2_mirrored=raw[8].astype(np.uint64))
+                           centre2_mirrored=raw[8].astype(np.uint64),
+                           anchored=raw[9:9 + len(ANCHORS)].astype(np.uint64),
+                           anchored_mirrored=raw[9 + len(ANCHORS):].astype(np.uint64))
 
     def new_index(self) -> HammingIndex:
         return HammingIndex()
@@ -94,7 +102,8 @@ class VideoSignal(Signal[VideoFrames, VideoSettings]):
     def search(self, index: HammingIndex, values: list[VideoFrames]) -> tuple[np.ndarray, np.ndarray]:
         rows, found = [], []
         for row, frames in enumerate(values):
-            hits = index.search(np.concatenate([frames.views().ravel(), frames.views(True).ravel()]),
+            hits = index.search(np.concatenate([frames.views().ravel(), frames.views(True).ravel(),
+                                                frames.anchored.ravel(), frames.anchored_mirrored.ravel()]),
                                 self.config.frame_radius)
             owners, counts = np.unique(hits.ids // MAX_FRAMES, return_counts=True)
             owners = owners[counts >= self.config.min_frame_hits]
