@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from mmdedup.config import Settings
+from mmdedup.score.calibration import calibrate
 from mmdedup.signals.video import VideoSettings
 from mmdedup.extract import video as V
 from mmdedup.extract.video import (VIDEO_VERSION, VideoError, VideoFrames, hamming_matrix, video_frames,
@@ -216,6 +217,34 @@ def test_letterboxed_and_pillarboxed_copies(sig_a, frames_a):
 # --------------------------------------------------------------------------------------
 # Non-copies do not
 # --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("top, left", [(0, 0), (12, 16)])
+def test_off_centre_crop_pairs_at_medium_and_lookalike_does_not(sig_a, frames_a, photos, top, left):
+    """10% of each side cut at a corner (as far from the centre codes as such a crop goes)
+    and scaled back: the copy scores at the medium tier with its source, through the
+    crops anchored at the corners; a different video of the same two photos (other pans
+    and zooms) stays under the weak tier."""
+    signal = VideoSettings()
+    tiers = Settings()
+
+    def resize(f):
+        return np.asarray(Image.fromarray(np.ascontiguousarray(f)).resize((W, H), Image.Resampling.BILINEAR))
+    ch, cw = round(H * 0.9), round(W * 0.9)
+    crop = video_frames(encode([resize(f[top:top + ch, left:left + cw]) for f in frames_a]), **LIMITS)
+    assert calibrate(video_similarity(sig_a, crop, RADIUS), signal.calibration) >= tiers.tier_medium
+    assert calibrate(video_similarity(crop, sig_a, RADIUS), signal.calibration) >= tiers.tier_medium
+    # The frame, inset and centre codes alone do not find it.
+    def blind(s):
+        return VideoFrames(**{**s.__dict__, "anchored": None, "anchored_mirrored": None})
+    assert calibrate(video_similarity(blind(sig_a), blind(crop), RADIUS), signal.calibration) < tiers.tier_medium
+
+    n = len(frames_a)
+    other = [view(photos["astronaut"], 0.7 - 0.4 * i / (n // 2), 0.35, 0.5) for i in range(n // 2)]
+    other += [view(photos["coffee"], 0.4, 0.6, 0.6 + 0.3 * i / (n - n // 2)) for i in range(n - n // 2)]
+    lookalike = video_frames(encode(other), **LIMITS)
+    for x, y in ((sig_a, lookalike), (crop, lookalike)):
+        assert calibrate(video_similarity(x, y, RADIUS), signal.calibration) < tiers.tier_weak
 
 
 def test_other_clip_does_not_match(sig_a, photos):
