@@ -49,6 +49,15 @@ codes hash the middle CENTRE and CENTRE2 of the inset (or frame), which land nea
 frame of a copy cropped by about as much. Two frames match when any code of one is within the
 radius of any code of the other.
 
+A crop is not always centred: a copy cut at a corner or a side is shifted by up to half
+the cut from the centre code, which on moving content costs more than the radius. So each
+kept frame also carries anchored codes: CORNER of each side of the inset (or frame), set
+at each corner and at the middle of each side (ANCHORS). They match only the other video's
+frame or inset code, and only one anchored crop at a time for the whole video: a cropped
+copy shows the same part of its source throughout, while another video of the same scene
+(a pan along another path) meets a different crop from moment to moment, and adding those
+up would pair it.
+
 Everything here is pure: bytes or a path in, a `VideoFrames` (numpy arrays) out. Videos are
 untrusted input: size, duration and frame size are bounded and every refusal is a
 `VideoError` with a short machine-readable reason the ingest records against the item.
