@@ -863,11 +863,13 @@ def anchored_matrices(a: VideoFrames, b: VideoFrames, mirrored: bool, radius: in
     frame or inset code (b shows that part of a), then b's crop k of a's (a shows part of
     b); b flipped when `mirrored`. Frames that match only this way count one crop at a
     time (`video_match`)."""
-    views_b = b.views(mirrored)[:2]
     crops_b = b.anchored_mirrored if mirrored else b.anchored
-    a_in_b = (hamming(a.anchored[:, :, None, None], views_b.T[None, None]) <= radius).any(axis=3)
-    b_in_a = (hamming(a.views()[:2].T[None, :, None], crops_b[:, None, :, None]) <= radius).any(axis=3)
-    return np.concatenate([a_in_b, b_in_a]).reshape(-1, len(a), len(b))
+    a_in_b = np.zeros((len(ANCHORS), len(a), len(b)), bool)
+    b_in_a = np.zeros_like(a_in_b)
+    for view_a, view_b in zip(a.views()[:2], b.views(mirrored)[:2]):  # frame, then inset
+        a_in_b |= hamming(a.anchored[:, :, None], view_b[None, None, :]) <= radius
+        b_in_a |= hamming(view_a[None, :, None], crops_b[:, None, :]) <= radius
+    return np.concatenate([a_in_b, b_in_a])
 
 
 def _directed(near: np.ndarray, la: np.ndarray, lb: np.ndarray) -> tuple[float, np.ndarray, int]:
