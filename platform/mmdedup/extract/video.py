@@ -52,11 +52,11 @@ radius of any code of the other.
 A crop is not always centred: a copy cut at a corner or a side is shifted by up to half
 the cut from the centre code, which on moving content costs more than the radius. So each
 kept frame also carries anchored codes: CORNER of each side of the inset (or frame), set
-at each corner and at the middle of each side (ANCHORS). They match only the other video's
-frame or inset code, and only one anchored crop at a time for the whole video: a cropped
-copy shows the same part of its source throughout, while another video of the same scene
-(a pan along another path) meets a different crop from moment to moment, and adding those
-up would pair it.
+at each place of a grid a quarter of the room apart each way (ANCHORS: the corners, the
+sides and between). They match only the other video's frame or inset code, and only one
+anchored crop at a time for the whole video: a cropped copy shows the same part of its
+source throughout, while another video of the same scene (a pan along another path)
+meets a different crop from moment to moment, and adding those up would pair it.
 
 Everything here is pure: bytes or a path in, a `VideoFrames` (numpy arrays) out. Videos are
 untrusted input: size, duration and frame size are bounded and every refusal is a
@@ -105,11 +105,12 @@ SMOOTH = 0.45  # a bar's texture is under this share of the median column's (row
 MIN_MOVING = 5  # frames with motion needed before still edges tell an inset
 CENTRE = 0.9  # the centre code hashes the middle CENTRE of each side of the picture,
 CENTRE2 = 0.95  # the second centre code the middle CENTRE2 (a lighter crop)
-CORNER = 0.9  # the anchored codes hash CORNER of each side, set at each corner and side
+CORNER = 0.9  # the anchored codes hash CORNER of each side, set at each of ANCHORS
 # Where each anchored crop sits: (x, y) as shares of the room left beside it (0 left/top,
-# 1 right/bottom); the centre is the centre code's.
-ANCHORS = ((0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (0.0, 0.5), (1.0, 0.5), (0.0, 1.0), (0.5, 1.0),
-           (1.0, 1.0))
+# 1 right/bottom), a quarter apart (half apart leaves crops between them, at 2% of the
+# frame off each way, up to 20 bits away on fast pans); the centre is the centre code's.
+ANCHORS = tuple((x, y) for y in (0.0, 0.25, 0.5, 0.75, 1.0) for x in (0.0, 0.25, 0.5, 0.75, 1.0)
+                if (x, y) != (0.5, 0.5))
 # The mirror image's crop at anchor k is the frame's crop at anchor _MIRROR_ANCHOR[k] flipped.
 _MIRROR_ANCHOR = tuple(ANCHORS.index((1.0 - x, y)) for x, y in ANCHORS)
 
@@ -167,7 +168,7 @@ class VideoFrames:
               lands near a cropped copy's code (uint64, n); centre2 the same of the
               middle CENTRE2 (a lighter crop)
     anchored  pHashes of CORNER of each side of the inset (or frame), set at each of
-              ANCHORS (the corners and the middles of the sides) (uint64, len(ANCHORS) x
+              ANCHORS (a grid from corner to corner) (uint64, len(ANCHORS) x
               n): a copy cropped off-centre shows about one of them
     inner_mirrored, centre_mirrored, centre2_mirrored, anchored_mirrored: the same, of
               the frame flipped left-right (anchored_mirrored[k] at ANCHORS[k] of the

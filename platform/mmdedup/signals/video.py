@@ -3,12 +3,13 @@
 The signature keeps each sampled frame's time and four pHashes, each also of the mirror
 image: the frame's, its inset's (bars that are not uniform, a picture in picture cut
 off) and two of its centre (a cropped copy's frame lands near one), and the pHashes of
-crops anchored at its corners and sides (an off-centre crop's frame lands near one). The
-Hamming index holds the four codes of every frame (id pk * 4096 + k); a new video's codes
-and anchored crops, as they are and mirrored, are searched in it (a stored source is found
-by a new cropped copy through its centre codes, a stored cropped copy by a new source
-through the source's anchored crops), and an item whose frames are hit at least
-`min_frame_hits` times becomes a candidate; the alignment in `video_match` then decides.
+crops anchored on a grid from corner to corner (an off-centre crop's frame lands near
+one). The Hamming index holds the four codes of every frame (id pk * 4096 + k); a new
+video's codes and anchored crops, as they are and mirrored, are searched in it (a stored
+source is found by a new cropped copy through its centre codes, a stored cropped copy by
+a new source through the source's anchored crops), and an item whose frames are hit at
+least `min_frame_hits` times becomes a candidate; the alignment in `video_match` then
+decides.
 """
 
 from __future__ import annotations
