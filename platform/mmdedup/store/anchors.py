@@ -13,22 +13,15 @@ from .db import add_counts, select_in
 from .schema import TextAnchor
 
 
-def _signed(h: int) -> int:
-    return int(np.uint64(h).view(np.int64))
-
-
-def _unsigned(h: int) -> int:
-    return int(np.int64(h).view(np.uint64))
-
-
 def count_anchors(session: Session, per_anchor: Counter) -> Counter:
     """Add these anchors' texts (anchor -> texts holding it) to the counts; the counts of
-    these anchors now in force."""
+    these anchors now in force. (Anchors are unsigned 64-bit; the column is signed.)"""
+    keys = np.fromiter(per_anchor, np.uint64, len(per_anchor)).view(np.int64).tolist()
     add_counts(session, TextAnchor, ("anchor",), "texts",
-               [{"anchor": _signed(h), "texts": n} for h, n in per_anchor.items()])
-    return Counter({_unsigned(a): n for a, n in select_in(
-        session, "SELECT anchor, texts FROM text_anchors WHERE anchor IN ({values})",
-        sorted(_signed(h) for h in per_anchor))})
+               [{"anchor": k, "texts": n} for k, n in zip(keys, per_anchor.values())])
+    rows = select_in(session, "SELECT anchor, texts FROM text_anchors WHERE anchor IN ({values})", sorted(keys))
+    held = np.asarray([a for a, _ in rows], np.int64).view(np.uint64).tolist()
+    return Counter(dict(zip(held, (n for _, n in rows))))
 
 
 def recurring_anchors(session: Session, min_texts: int) -> np.ndarray:
