@@ -13,7 +13,7 @@ import pytest
 
 from mmdedup import Platform
 from mmdedup.extract.text_sketches import tokenize_texts
-from mmdedup.extract.winnowing import K, W, Passages, anchors, strip
+from mmdedup.extract.winnowing import K, W, Anchors, Passages, RecentAnchors, anchors, strip
 
 VOCAB = [f"w{i}" for i in range(3000)]
 
@@ -34,7 +34,7 @@ def recurring(texts: list[str], min_texts: int) -> tuple[object, np.ndarray, obj
     """(tokens, whether each anchor is in at least min_texts texts, anchors)."""
     tokens = tokenize_texts(texts)
     found = anchors(tokens)
-    held = Counter(h for i in range(len(texts)) for h in found.distinct(i).tolist())
+    held = Counter(found.distinct().hashes.tolist())
     return tokens, np.array([held[h] >= min_texts for h in found.hashes.tolist()]), found
 
 
@@ -45,7 +45,8 @@ def test_a_shared_passage_gives_the_same_anchors_whatever_surrounds_it() -> None
     alone = anchors(tokenize_texts([a]))
     batch = anchors(tokenize_texts([b, a]))
     np.testing.assert_array_equal(alone.hashes, batch.of(1)[0])  # a text's anchors are its own
-    assert len(np.intersect1d(batch.distinct(0), batch.distinct(1))) >= 3
+    both = batch.distinct()
+    assert len(np.intersect1d(both.of(0)[0], both.of(1)[0])) >= 3
 
 
 def test_anchors_are_the_smallest_k_gram_of_every_window() -> None:
@@ -87,6 +88,19 @@ def test_a_story_reposted_many_times_keeps_its_words(rate: float, intro: int) ->
     tokens, recurs, found = recurring(texts, 20)
     out, changed = strip(tokens, found, recurs, 4, 0.1)
     assert not changed.any()
+
+
+def test_recent_counts_forget_texts_past_the_window() -> None:
+    """An anchor recurs while enough of the recent texts hold it; a text's repeats count
+    once."""
+    recent = RecentAnchors(window=4)
+    texts = lambda *ts: Anchors.join([np.asarray(t, np.uint64) for t in ts]).distinct()  # noqa: E731
+    assert recent.add(texts([1, 2, 2], [1, 3]), 3).tolist() == []
+    assert recent.add(texts([1], [4]), 3).tolist() == [1]  # 1 in three of four texts
+    assert recent.add(texts([5], [5]), 3).tolist() == []  # the first two texts left
+    assert recent.add(texts([5]), 3).tolist() == [5]
+    held = texts([7, 9], [], [8])
+    assert held.any_in(np.asarray([8, 9], np.uint64)).tolist() == [True, False, True]
 
 
 def test_nothing_recurs_nothing_changes() -> None:

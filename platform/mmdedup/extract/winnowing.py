@@ -11,8 +11,8 @@ line break or full stop. Word k-grams do, whatever the layout:
   the *anchors*. Two texts that share a passage of at least W + K - 1 tokens share the
   anchors inside it, whatever surrounds it, and inside a text no W consecutive k-grams go
   without an anchor;
-- the store counts, per anchor, the texts that hold it (store/anchors.py); an anchor held
-  by at least `passage_min_texts` texts recurs (signals/text.py);
+- an anchor held by at least `passage_min_texts` of the last `passage_window` texts
+  recurs (`RecentAnchors`); the store keeps the anchors found to recur (store/anchors.py);
 - a *run* is a maximal sequence of a text's anchors that all recur, or that all do not.
   Recurring runs of at least `min_run` anchors are passages repeated across texts; the
   tokens they span (from the first anchor's k-gram to the last one's) leave the text,
@@ -33,6 +33,7 @@ template around them.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -59,8 +60,31 @@ class Anchors:
         a, b = self.offsets[i], self.offsets[i + 1]
         return self.hashes[a:b], self.positions[a:b]
 
-    def distinct(self, i: int) -> np.ndarray:
-        return np.unique(self.hashes[self.offsets[i]:self.offsets[i + 1]])
+    def distinct(self) -> "Anchors":
+        """Each text's anchors once, sorted (positions dropped): what is counted."""
+        doc = np.repeat(np.arange(len(self.offsets) - 1), np.diff(self.offsets))
+        order = np.lexsort((self.hashes, doc))
+        h, d = self.hashes[order], doc[order]
+        first = np.ones(len(h), bool)
+        first[1:] = (h[1:] != h[:-1]) | (d[1:] != d[:-1])
+        offsets = np.zeros(len(self.offsets), np.int64)
+        np.cumsum(np.bincount(d[first], minlength=len(self.offsets) - 1), out=offsets[1:])
+        return Anchors(h[first], np.zeros(int(first.sum()), np.int64), offsets)
+
+    def any_in(self, held: np.ndarray) -> np.ndarray:
+        """Per text: does it hold any of these anchors (`held` sorted)?"""
+        at = np.minimum(np.searchsorted(held, self.hashes), max(len(held) - 1, 0))
+        hit = (held[at] == self.hashes) if len(held) else np.zeros(len(self.hashes), bool)
+        return np.add.reduceat(np.concatenate((hit, [False])).astype(np.int64), self.offsets[:-1]) \
+            .astype(bool) & (np.diff(self.offsets) > 0)
+
+    @classmethod
+    def join(cls, parts: list[np.ndarray]) -> "Anchors":
+        """Texts' anchor arrays (positions unknown: as counted) as one batch."""
+        offsets = np.zeros(len(parts) + 1, np.int64)
+        np.cumsum([len(p) for p in parts], out=offsets[1:])
+        hashes = np.concatenate(parts).astype(np.uint64) if parts else np.zeros(0, np.uint64)
+        return cls(hashes, np.zeros(len(hashes), np.int64), offsets)
 
 
 def _kgrams(hashes: np.ndarray) -> np.ndarray:
@@ -206,3 +230,31 @@ class Passages:
             return tokens
         found = anchors(tokens)
         return strip(tokens, found, self.recurs(found.hashes), self.min_run, self.min_left)[0]
+
+
+class RecentAnchors:
+    """How many of the last `window` texts (at least; whole chunks leave) hold each anchor,
+    in memory.
+
+    A template recurs among the texts of one crawl, which arrive together; counting every
+    anchor of every text in the store (some 33 a text, nearly all of them never seen
+    again) made a table that grew with the store and cost more than signing the texts.
+    Only the anchors found to recur are stored (store/anchors.py). Counted a chunk at a
+    time: one sort of the window's anchors, not a dictionary update an anchor."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.blocks: deque[tuple[np.ndarray, int]] = deque()  # (each text's anchors once, texts)
+        self.texts = 0
+
+    def add(self, distinct: Anchors, min_texts: int) -> np.ndarray:
+        """Count these texts (`Anchors.distinct`); their anchors now held by at least
+        `min_texts` of the texts counted, sorted."""
+        n = len(distinct.offsets) - 1
+        self.blocks.append((distinct.hashes, n))
+        self.texts += n
+        while len(self.blocks) > 1 and self.texts - self.blocks[0][1] >= self.window:
+            self.texts -= self.blocks.popleft()[1]
+        held, counts = np.unique(np.concatenate([h for h, _ in self.blocks]), return_counts=True)
+        many = held[counts >= min_texts]
+        return many[np.isin(many, distinct.hashes)]

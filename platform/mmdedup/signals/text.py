@@ -37,7 +37,7 @@ from tqdm import tqdm
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
 from ..extract.tokenbatch import TokenBatch
-from ..extract.winnowing import Passages, anchors, kept_tokens
+from ..extract.winnowing import Anchors, Passages, RecentAnchors, anchors, kept_tokens
 from ..extract.polarity import LEXICON_VERSION, DecisionSpots, Learned, decision_share, lexicon, mark_scan, spots_of
 from ..extract.text_sketches import (
     NUM_PERM,
@@ -61,7 +61,7 @@ from ..score.pairs import candidate_pairs
 from ..store import models, unsearched
 from ..store.db import activate_version
 from ..store.locks import take_write_lock
-from ..store.anchors import count_anchors, recurring_anchors
+from ..store.anchors import add_recurring, recurring_anchors
 from ..store.items import count_texts, last_text_pk, newest_texts, scan_texts, texts_of
 from ..store.pairs import pairs_touching
 from ..store.signatures import delete_other_versions, has_any, has_other_version, load_signatures, replace_signatures
@@ -108,11 +108,13 @@ class TextSettings(SignalSettings):
     learned_share: float = setting(0.75, Number(float, 0, 1, hi_open=True))
     # Passages repeated across many texts (a site template around every text) leave the
     # sketches (extract/winnowing.py): a winnowed word k-gram in at least
-    # `passage_min_texts` plain texts recurs; a run of at least `passage_min_run`
-    # recurring anchors is taken out of a text that keeps novel runs of as many anchors
-    # over at least `passage_min_left` of its tokens. When anchors start to recur, the
-    # last `passage_recheck` texts stored before are signed again without them.
+    # `passage_min_texts` of the last `passage_window` plain texts recurs; a run of at
+    # least `passage_min_run` recurring anchors is taken out of a text that keeps novel
+    # runs of twice as many anchors over at least `passage_min_left` of its tokens. When
+    # anchors start to recur, the last `passage_recheck` texts stored before are signed
+    # again without them (and a new process counts those texts first).
     passage_min_texts: int = setting(20, Number(int, lo=2))
+    passage_window: int = setting(5000, Number(int, lo=1))
     passage_min_run: int = setting(4, Number(int, lo=1))
     passage_min_left: float = setting(0.1, Number(float, 0, 1))
     passage_recheck: int = setting(2000, Number(int, lo=0))
@@ -235,6 +237,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         self.signed: Counter[str] = Counter()
         self._spots = _KeptSpots()  # decision spots of stored texts (`_kept`)
         self._passages: Passages | None = None
+        self._recent: RecentAnchors | None = None  # anchors of the recent texts (`prepare`)
         self._anchor_memo: OrderedDict[int, tuple[int, tuple]] = OrderedDict()  # pk -> (text hash, `_stored_anchors`)
 
     # --- the signer ----------------------------------------------------------------------
@@ -538,38 +541,45 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     # --- ingest --------------------------------------------------------------------------
 
     def prepare(self, session: Session, changed: list[tuple[int, LoadedItem]]) -> list[int]:
-        """Count the anchors of the chunk's plain texts in the store. A text that holds
-        anchors that recur is signed here (a worker signed it under what it knew then);
-        stored texts that hold anchors which start to recur only now (the first texts of
-        a new template came before it was known) are returned, to be signed again, where
-        they lose a passage by it."""
+        """Count the anchors of the chunk's plain texts among the recent texts. A text that
+        holds anchors that recur is signed here (a worker signed it under what it knew
+        then); stored texts that hold anchors which start to recur only now (the first
+        texts of a new template came before it was known) are returned, to be signed
+        again, where they lose a passage by it."""
         s = self.config
         texts = [li for _, li in changed if li.page is None and li.signal_text.strip()
                  and (li.tokens is not None or self.name not in li.extracted
                       or ANCHORS in li.extracted[self.name])]  # (not exact repeats given their values)
         if not texts:
             return []
-        held = chunk_anchors(texts, self.name)
-        per_anchor = Counter(h for a in held for h in a.tolist())
-        counts = count_anchors(session, per_anchor)
-        started = [h for h, n in counts.items() if n >= s.passage_min_texts > n - per_anchor[h]]
-        passages = self.passages
-        if started:
-            passages.add(np.asarray(started, np.uint64))
-        if len(passages.recurring):
-            for li, a in zip(texts, held):
-                if passages.recurs(a).any():
-                    li.extracted.pop(self.name, None)
-        if not started or s.passage_recheck <= 0:
-            return []
         chunk = {pk for pk, _ in changed}
-        stored = [(pk, text_for_signals(*parts)) for pk, *parts in newest_texts(session, max(chunk), s.passage_recheck)
-                  if pk not in chunk]
-        now = np.unique(np.asarray(started, np.uint64))
+
+        def stored() -> list[tuple[int, str]]:  # the texts stored last, newest first
+            return [(pk, text_for_signals(*parts)) for pk, *parts in
+                    newest_texts(session, max(chunk), s.passage_recheck) if pk not in chunk]
+
+        if self._recent is None:  # a new process counts the texts stored last first
+            self._recent = RecentAnchors(s.passage_window)
+            last = Anchors.join([hashes for _, hashes, _ in reversed(self._stored_anchors(stored()))])
+            self._recent.add(last.distinct(), s.passage_min_texts)
+        held = chunk_anchors(texts, self.name)
+        passages = self.passages
+        now = self._recent.add(held, s.passage_min_texts)
+        started = now[~passages.recurs(now)]
+        if len(started):
+            add_recurring(session, started, s.passage_min_texts)
+            passages.add(started)
+        if len(passages.recurring):
+            for li, hit in zip(texts, held.any_in(passages.recurring).tolist()):
+                if hit:
+                    li.extracted.pop(self.name, None)
+        if not len(started):
+            return []
         again = []
-        for (pk, _), (length, hashes, positions) in zip(stored, self._stored_anchors(stored)):
-            if np.isin(hashes, now).any() and kept_tokens(length, positions, passages.recurs(hashes),
-                                                          passages.min_run, passages.min_left) is not None:
+        last = stored()
+        for (pk, _), (length, hashes, positions) in zip(last, self._stored_anchors(last)):
+            if np.isin(hashes, started).any() and kept_tokens(length, positions, passages.recurs(hashes),
+                                                              passages.min_run, passages.min_left) is not None:
                 again.append(pk)
         return again
 
@@ -975,27 +985,24 @@ class TextSigning:
         texts = [items[i].signal_text for i in rows]
         tokens = token_batch([items[i] for i in rows])
         made = [(signer.version, signer.sign_tokens(tokens, texts)) for signer in self.signers]
-        found = anchors(tokens)
+        found = anchors(tokens).distinct()
         for j, i in enumerate(rows):
             out[i] = {version: sk.pack(j) for version, sk in made}
-            out[i][ANCHORS] = found.distinct(j).tobytes()
+            out[i][ANCHORS] = found.of(j)[0].tobytes()
             items[i].tokens = None
         return out
 
 
-def chunk_anchors(items: Sequence[LoadedItem], name: str) -> list[np.ndarray]:
-    """Each plain text's distinct anchors: as the worker that signed it found them, or from
-    its tokens (tokenised now where they were not kept)."""
-    out: list[np.ndarray | None] = [None] * len(items)
-    todo = []
-    for i, li in enumerate(items):
-        blob = (li.extracted.get(name) or {}).get(ANCHORS)
-        if blob is not None:
-            out[i] = np.frombuffer(blob, np.uint64)
-        else:
-            todo.append(i)
+def chunk_anchors(items: Sequence[LoadedItem], name: str) -> Anchors:
+    """The plain texts' anchors, each once (`Anchors.distinct`): as the worker that signed a
+    text found them, or from its tokens (tokenised now where they were not kept)."""
+    blobs = [(li.extracted.get(name) or {}).get(ANCHORS) for li in items]
+    todo = [i for i, b in enumerate(blobs) if b is None]
+    if len(todo) == len(items):
+        return anchors(token_batch(items)).distinct()
+    parts = [np.frombuffer(b, np.uint64) if b is not None else None for b in blobs]
     if todo:
-        found = anchors(token_batch([items[i] for i in todo]))
+        found = anchors(token_batch([items[i] for i in todo])).distinct()
         for j, i in enumerate(todo):
-            out[i] = found.distinct(j)
-    return out  # type: ignore[return-value]
+            parts[i] = found.of(j)[0]
+    return Anchors.join(parts)  # type: ignore[arg-type]

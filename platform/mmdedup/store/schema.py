@@ -389,8 +389,8 @@ class WebSite(Base):
 
 
 class TextAnchor(Base):
-    """In how many texts a winnowed word k-gram (extract/winnowing.py) appears: anchors in
-    many texts mark passages repeated across them (a site template), which leave the
+    """A winnowed word k-gram (extract/winnowing.py) found in many recent texts, with that
+    count: it marks a passage repeated across them (a site template), which leaves the
     texts' signatures."""
 
     __tablename__ = "text_anchors"
