@@ -105,8 +105,8 @@ def test_pictures_of_an_older_version_signed_again(home: Path, db_url: str, pict
     current = ImageSignal.extract
 
     def zero(codes):  # noqa: ANN001, ANN202
-        return None if codes is None else type(codes)(codes.phash * 0, codes.dhash * 0,
-                                                      codes.centre * 0, codes.errors)
+        return None if codes is None else type(codes)(codes.scales * 0, codes.dhash * 0,
+                                                      codes.errors)
 
     with monkeypatch.context() as old:
         old.setattr(ImageSignal, "version", lambda self: "img0-an-earlier-release")

@@ -64,8 +64,8 @@ def ingest_as_earlier_release(monkeypatch: pytest.MonkeyPatch, home: Path, url: 
     current = ImageSignal.extract
 
     def zero(codes: Any) -> Any:
-        return None if codes is None else type(codes)(codes.phash * 0, codes.dhash * 0,
-                                                      codes.centre * 0, codes.errors)
+        return None if codes is None else type(codes)(codes.scales * 0, codes.dhash * 0,
+                                                      codes.errors)
 
     with monkeypatch.context() as old:
         old.setattr(text_sketches, "HASH_VERSION", "lanes64-an-earlier-release")

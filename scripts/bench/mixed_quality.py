@@ -81,11 +81,18 @@ ROLES = ("base", "img", "txt", "both", "neg")
 # --------------------------------------------------------------------------------------
 
 
+# The reference distance's centre (the middle REFERENCE_CENTRE of each side) and the bits
+# added to a centre-to-centre distance: what image_distance() computed up to img2, kept
+# fixed here so the pool stays the same pictures whatever the codes under test are.
+REFERENCE_CENTRE = 0.8
+REFERENCE_CENTRE_PENALTY = 2
+
+
 def reference_distance(blobs: list[bytes]) -> np.ndarray:
-    """int (n, n): the distance image_distance() computes, made with the reference
-    imagehash.phash instead of mmdedup's own codes: the best over the eight symmetries of
-    one side and the pairings of the whole picture and its centre (CENTRE_FRACTION), with
-    CENTRE_PENALTY on centre to centre. The pool is chosen by it so that it does not move
+    """int (n, n): a fixed picture distance made with the reference imagehash.phash
+    instead of mmdedup's own codes: the best over the eight symmetries of one side and
+    the pairings of the whole picture and its centre (REFERENCE_CENTRE), with
+    REFERENCE_CENTRE_PENALTY on centre to centre. The pool is chosen by it so that it does not move
     with the codes under test: chosen by those, a release that changes a bit here and
     there keeps a different set of pictures, every family draws other ones, and the
     figures of two releases would be of two corpora."""
@@ -96,7 +103,7 @@ def reference_distance(blobs: list[bytes]) -> np.ndarray:
     for data in blobs:
         pic = Image.open(io.BytesIO(data)).convert("RGB")
         w, h = pic.size
-        cw, ch = round(w * mi.CENTRE_FRACTION), round(h * mi.CENTRE_FRACTION)
+        cw, ch = round(w * REFERENCE_CENTRE), round(h * REFERENCE_CENTRE)
         mid = pic.crop(((w - cw) // 2, (h - ch) // 2, (w - cw) // 2 + cw, (h - ch) // 2 + ch))
         full.append([code(pic if op is None else pic.transpose(op)) for op in mi.PIL_DIHEDRAL])
         centre.append([code(mid if op is None else mid.transpose(op)) for op in mi.PIL_DIHEDRAL])
@@ -106,7 +113,7 @@ def reference_distance(blobs: list[bytes]) -> np.ndarray:
         return hamming(q[:, None, :], s[None, :, None]).min(axis=2).astype(np.int64)
 
     return np.minimum.reduce([best(f, f[:, 0]), best(f, c[:, 0]), best(c, f[:, 0]),
-                              best(c, c[:, 0]) + mi.CENTRE_PENALTY])
+                              best(c, c[:, 0]) + REFERENCE_CENTRE_PENALTY])
 
 
 def picture_pool(distinct: int):
@@ -374,8 +381,8 @@ def main() -> None:
     row = {i: r for r, i in enumerate(ids)}
     radius = ImageSettings().radius
 
-    def bits(a: str, b: str) -> int:
-        return int(mi.image_distance(codes.take([row[a]]), codes.take([row[b]]))[0, 0])
+    def bits(a: str, b: str) -> float:
+        return round(float(mi.image_distance(codes.take([row[a]]), codes.take([row[b]]))[0, 0]), 2)
 
     miss: dict[tuple[str, str, str], Counter] = {}
     for pr, k in truth_pairs.items():

@@ -217,7 +217,7 @@ class Scan:
         codes = [self.image.unpack(b) for b in blobs.values()]
         self.image_owner = np.repeat(np.fromiter(blobs, np.int64, len(blobs)), [len(c) for c in codes])
         self.codes = mi.ImageCodes(*(np.concatenate([getattr(c, f) for c in codes]) for f in
-                                     ("phash", "dhash", "centre")), errors=[None] * len(self.image_owner))
+                                     ("scales", "dhash")), errors=[None] * len(self.image_owner))
         self.image_rows = np.array([self.pk_row[pk] for pk in self.image_owner.tolist()], np.int64)
         self.load_s = time.perf_counter() - start
 
@@ -237,7 +237,7 @@ class Scan:
         q = mi.image_codes([data], self.settings.max_image_pixels)
         dist = mi.image_distance(q, self.codes)[0]
         out = np.full(len(self.text_pks), np.nan)
-        best = np.full(len(self.text_pks), 64)
+        best = np.full(len(self.text_pks), 64.0)
         np.minimum.at(best, self.image_rows, dist)
         has = np.zeros(len(self.text_pks), bool)
         has[self.image_rows] = True
@@ -245,21 +245,19 @@ class Scan:
         return out
 
     def pairing(self, image: bytes, item: str) -> str:
-        """The closest pairing of codes between a query picture and an item's pictures:
-        the one image_distance() takes its minimum from."""
+        """How image_distance() finds an item's pictures from a query picture: along an
+        alignment of the scale chains (scale k against k + shift, the mean of the closest
+        three pairs), or by the whole pictures' codes alone (plus their penalty)."""
         q = mi.image_codes([image], self.settings.max_image_pixels)
         pk = next(pk for pk, i in self.ids.items() if i == item)
         st = self.codes.take(np.nonzero(self.image_owner == pk)[0])
         if len(st) == 0:
             return "no picture (text)"
-        d = {name: int(hamming(a[0][:, None], b[:, 0][None]).min()) + extra for name, a, b, extra in (
-            ("full-full", q.phash, st.phash, 0), ("full-centre", q.phash, st.centre, 0),
-            ("centre-full", q.centre, st.phash, 0),
-            ("centre-centre (+2)", q.centre, st.centre, mi.CENTRE_PENALTY))}
-        best = min(d.values())
+        whole = float(mi.image_distance(q, st, centre=False).min()) + mi.WHOLE_PENALTY
+        best = float(mi.image_distance(q, st).min())
         if best > self.image.config.radius:
-            return f"{best} bits, outside the radius {self.image.config.radius} (text)"
-        return "+".join(name for name, v in d.items() if v == best)
+            return f"{best:.2f} bits, outside the radius {self.image.config.radius} (text)"
+        return "whole" if best == whole else "scale chain"
 
     def query(self, text: str | None, image: bytes | None, k: int = K,
               min_score: float = 0.0) -> list[tuple[str, float]]:

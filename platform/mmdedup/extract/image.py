@@ -13,11 +13,16 @@ does not survive is handled around it, each step kept only because the image ben
   picture as posted) and the query is hashed eight ways (`phash_codes`, the flips and
   quarter turns), so the index stays one row per image and only queries pay, 8 lookups;
 - a crop shifts and rescales the content, and a rotation's corners or a corner logo
-  change the edges: a second code of the picture's centre (`CENTRE_FRACTION` of each
-  side) lands closer to a cropped copy's full frame than the full frame does, and two
-  copies that lost different edges still share their centres (`image_distance`). In the
-  bench it lifts recall on 5% crops from 0.81 to 0.95, 12% crops 0.19 -> 0.48, 3-degree
-  rotations 0.71 -> 0.95 and watermarks 0.71 -> 0.90, with no false match added;
+  change the edges: each picture carries a pHash of its middle at several `SCALES` (the
+  whole, then the middle 95%, 90%, 85% and 80% of each side, each about a 5% crop of the
+  one before). A copy cropped by 5% lines up with its original one scale along, so two
+  pictures are compared along a few alignments of their scale chains (`image_distance`):
+  the pairs of codes one shift apart, and a distance that is the mean of the `BEST_OF`
+  closest pairs of the best alignment. One pair of 64-bit codes agreeing by chance is
+  common among low-detail pictures (flat graphics, slides) and among the many pairings
+  the eight variants and the centres make; three pairs of one alignment agreeing is not,
+  so the mean spreads different pictures away from copies that a single best pairing
+  (the earlier rule: the minimum over full and centre codes) brought together;
 - dHash (brightness gradients of a 9x8 thumbnail) is computed and stored as a second,
   independent code for review and for later use, but is not part of the signal: in the
   bench it brings different photos to 8 bits apart, and confirming borderline pHash
@@ -77,10 +82,26 @@ TRIM_FRINGE = 8
 TRIM_FRINGE_TOLERANCE = 32
 TRIM_FRINGE_SHARE = 0.9
 TRIM_MIN_SIDE = 8  # a trim that would leave fewer pixels than this on a side is not done
+# A border found, the picture inside it is trimmed again, up to TRIM_PASSES passes in all:
+# padding around a picture that has a flat margin of its own (a slide's background) stops
+# at the margin's colour, where the unpadded original loses its margin to the trim.
+TRIM_PASSES = 3
 
-# The centre code hashes the middle CENTRE_FRACTION of each side of the trimmed picture.
-CENTRE_FRACTION = 0.8
-CENTRE_PENALTY = 2  # bits added to a centre-to-centre distance (see image_distance)
+# The scale chain: each picture has a pHash of the middle SCALES[k] of each side of its
+# trimmed picture; neighbours differ by about a 5% crop. Two pictures are compared along
+# alignments that pair scale k of one with scale k + shift of the other, |shift| <= SHIFT
+# (a crop of up to about 10% on either side), the distance of an alignment being the mean
+# of its BEST_OF closest pairs (so a watermark or a rotation's corners, which spoil the
+# outer scales, cost little). The index holds the codes of the INDEXED scales: every
+# alignment pairs one of them with some scale of the other picture.
+SCALES = (1.0, 0.95, 0.9, 0.85, 0.8)
+SHIFT = 2
+BEST_OF = 3
+INDEXED = (0, len(SCALES) - 1)  # the whole and the innermost (least spoilt by edges)
+# The whole pictures' codes alone also count, WHOLE_PENALTY bits added: a copy whose centre
+# moved more than its whole (a small picture rotated about a subject in its middle) is
+# still near by its whole; one pair of codes is weaker evidence than an alignment's three.
+WHOLE_PENALTY = 4
 
 HASH_SIZE = 8  # 8x8 bits = 64
 PHASH_SIDE = HASH_SIZE * 4  # imagehash's highfreq_factor=4: a 32x32 thumbnail
@@ -100,9 +121,10 @@ PIL_DIHEDRAL = (
 )
 
 IMAGE_VERSION = (
-    f"img2-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
-    f"+centre{CENTRE_FRACTION:g}p{CENTRE_PENALTY}"
+    f"img3-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
+    f"-scales{'/'.join(f'{f:g}' for f in SCALES)}-shift{SHIFT}-best{BEST_OF}-whole{WHOLE_PENALTY}"
     f"-trim{TRIM_TOLERANCE}/{TRIM_SHARE:g}+{TRIM_FRINGE}@{TRIM_FRINGE_TOLERANCE}/{TRIM_FRINGE_SHARE:g}"
+    f"x{TRIM_PASSES}"
     f"-short{WORK_SIDE}-lanczosmat-d8query"
 )
 
@@ -239,7 +261,8 @@ def border_box(img: Image.Image, tolerance: int = TRIM_TOLERANCE, share: float =
     TRIM_FRINGE_TOLERANCE in TRIM_FRINGE_SHARE of their pixels: the JPEG ringing and
     resampling blur where the bar meets the picture. When the cut would leave fewer than
     TRIM_MIN_SIDE pixels (a blank or nearly blank picture), the whole frame is kept:
-    trimming never empties.
+    trimming never empties. Where a border was cut, the picture inside is trimmed again
+    (TRIM_PASSES in all): padding around a flat margin.
     """
     return _border_box(np.asarray(img.convert("L"), dtype=np.int16), tolerance, share, fringe)
 
@@ -258,10 +281,15 @@ def _border_box(arr: np.ndarray, tolerance: int = TRIM_TOLERANCE, share: float =
     def within(lines: np.ndarray, edge: np.ndarray, tol: int, need: float) -> np.ndarray:
         return (np.abs(lines - edge) <= tol).mean(axis=1) >= need
 
-    def run(lines: np.ndarray) -> int:
-        # lines: (k, m) from the edge inward (a view); how many lead as border. Read in
-        # growing chunks: most pictures have no border and stop at the first line.
+    def run(lines: np.ndarray, outer: float | None = None) -> tuple[int, float]:
+        # lines: (k, m) from the edge inward (a view); how many lead as border, and the
+        # border's colour. Read in growing chunks: most pictures have no border and stop
+        # at the first line. `outer`: the colour of the border a pass before cut on this
+        # side; a second border must differ from it (a margin inside padding), not be the
+        # same flat region drifting (a sky, which the first pass stopped in).
         edge = np.median(lines[0])
+        if outer is not None and abs(edge - outer) <= TRIM_FRINGE_TOLERANCE:
+            return 0, edge
         n, chunk = 0, 4
         while n < len(lines):
             lead = leading(within(lines[n : n + chunk], edge, tolerance, share))
@@ -272,13 +300,23 @@ def _border_box(arr: np.ndarray, tolerance: int = TRIM_TOLERANCE, share: float =
         if 0 < n < len(lines):
             n += leading(within(lines[n : n + fringe], edge, TRIM_FRINGE_TOLERANCE,
                                 TRIM_FRINGE_SHARE))
-        return min(n, len(lines))
+        return min(n, len(lines)), edge
 
-    cols = arr.T
-    top, bottom, left, right = run(arr), run(arr[::-1]), run(cols), run(cols[::-1])
-    if h - top - bottom < TRIM_MIN_SIDE or w - left - right < TRIM_MIN_SIDE:
-        return full
-    return (left, top, w - right, h - bottom)
+    box = full
+    cut: list[float | None] = [None] * 4  # the colour of each side's last border, once cut
+    for i in range(TRIM_PASSES):
+        x0, y0, x1, y1 = box
+        part = arr[y0:y1, x0:x1]
+        cols = part.T
+        sides = [(0, 0.0) if i and cut[j] is None else run(lines, cut[j])
+                 for j, lines in enumerate((part, part[::-1], cols, cols[::-1]))]
+        (top, _), (bottom, _), (left, _), (right, _) = sides
+        if not top + bottom + left + right or (y1 - y0 - top - bottom < TRIM_MIN_SIDE
+                                               or x1 - x0 - left - right < TRIM_MIN_SIDE):
+            break
+        cut = [edge if n else None for n, edge in sides]
+        box = (x0 + left, y0 + top, x1 - right, y1 - bottom)
+    return box
 
 
 def trim_borders(img: Image.Image, tolerance: int = TRIM_TOLERANCE,
@@ -288,12 +326,17 @@ def trim_borders(img: Image.Image, tolerance: int = TRIM_TOLERANCE,
     return img if box == (0, 0, *img.size) else img.crop(box)
 
 
-def centre_region(img: Image.Image, fraction: float = CENTRE_FRACTION) -> Image.Image:
+def centre_region(img: Image.Image, fraction: float = SCALES[-1]) -> Image.Image:
     """The middle `fraction` of each side: what a crop of the picture's edges leaves."""
-    w, h = img.size
-    cw, ch = max(1, round(w * fraction)), max(1, round(h * fraction))
-    left, top = (w - cw) // 2, (h - ch) // 2
+    left, _, cw = _middle(img.size[0], fraction)
+    top, _, ch = _middle(img.size[1], fraction)
     return img.crop((left, top, left + cw, top + ch))
+
+
+def _middle(n: int, fraction: float) -> tuple[int, int, int]:
+    """(start, end, length) of the middle `fraction` of n pixels."""
+    m = max(1, round(n * fraction))
+    return (n - m) // 2, (n - m) // 2 + m, m
 
 
 def work_size(img: Image.Image, side: int | None = None) -> Image.Image:
@@ -442,16 +485,16 @@ def _product(a: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def _columns(w: int) -> np.ndarray:
-    """float32 (w, 81): the horizontal Lanczos weights of every thumbnail of a picture `w`
-    wide (see _thumbnails), side by side."""
+    """float32 (w, 32 * len(SCALES) + 17): the horizontal Lanczos weights of every
+    thumbnail of a picture `w` wide (see _thumbnails), side by side."""
     side, n = PHASH_SIDE, HASH_SIZE
-    cw = max(1, round(w * CENTRE_FRACTION))
-    cl = (w - cw) // 2
-    cols = np.zeros((w, 2 * side + 2 * n + 1), np.float32)
-    cols[:, :side] = _lanczos(side, w).T
-    cols[cl:cl + cw, side:2 * side] = _lanczos(side, cw).T
-    cols[:, 2 * side:2 * side + n + 1] = _lanczos(n + 1, w).T
-    cols[:, 2 * side + n + 1:] = _lanczos(n, w).T
+    k = len(SCALES)
+    cols = np.zeros((w, k * side + 2 * n + 1), np.float32)
+    for i, f in enumerate(SCALES):
+        lo, hi, m = _middle(w, f)
+        cols[lo:hi, i * side:(i + 1) * side] = _lanczos(side, m).T
+    cols[:, k * side:k * side + n + 1] = _lanczos(n + 1, w).T
+    cols[:, k * side + n + 1:] = _lanczos(n, w).T
     return cols
 
 
@@ -462,64 +505,70 @@ def _to_levels(t: np.ndarray) -> np.ndarray:
 
 
 def _thumbnails(grey: np.ndarray, box: tuple[int, int, int, int]
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The four thumbnails the codes read, of one work-size grey picture (uint8 (h, w))
-    inside its border box: the 32x32 of the whole and of the centre (CENTRE_FRACTION), and
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The thumbnails the codes read, of one work-size grey picture (uint8 (h, w)) inside
+    its border box: (len(SCALES), 32, 32) of the middle SCALES[k] of each side, and
     dHash's 8x9 (rows x columns) and 9x8, each as Pillow's Lanczos resize makes it, up to
     its rounding (rounded and clipped to 0..255 after each pass, as its 8-bit result is:
     dHash compares neighbours, and Pillow's equal ones must stay equal).
 
-    Four Pillow resizes of a picture this size cost more than decoding it; as matrices,
-    every thumbnail's horizontal pass is one product over the picture's rows (the centre's
-    columns are weights that are zero outside it), and the vertical passes are small."""
+    Pillow resizes of a picture this size cost more than decoding it; as matrices, every
+    thumbnail's horizontal pass is one product over the picture's rows (a centre's columns
+    are weights that are zero outside it), and the vertical passes are small."""
     left, top, right, bottom = box
     g = grey[top:bottom, left:right]
     h, w = g.shape
-    ch = max(1, round(h * CENTRE_FRACTION))
-    ct = (h - ch) // 2
-    side, n = PHASH_SIDE, HASH_SIZE
+    side, n, k = PHASH_SIDE, HASH_SIZE, len(SCALES)
     across = _to_levels(_product(g, _columns(w)))
-    full = _product(_lanczos(side, h), across[:, :side])
-    centre = _product(_lanczos(side, ch), across[ct:ct + ch, side:2 * side])
-    wide = _product(_lanczos(n, h), across[:, 2 * side:2 * side + n + 1])
-    tall = _product(_lanczos(n + 1, h), across[:, 2 * side + n + 1:])
-    return tuple(_to_levels(t) for t in (full, centre, wide, tall))  # type: ignore[return-value]
+    scales = []
+    for i, f in enumerate(SCALES):
+        lo, hi, m = _middle(h, f)
+        scales.append(_to_levels(_product(_lanczos(side, m), across[lo:hi, i * side:(i + 1) * side])))
+    wide = _product(_lanczos(n, h), across[:, k * side:k * side + n + 1])
+    tall = _product(_lanczos(n + 1, h), across[:, k * side + n + 1:])
+    return np.stack(scales), _to_levels(wide), _to_levels(tall)
 
 
 @dataclass
 class ImageCodes:
     """Codes of a batch of images, row i for image i.
 
-    Each array is uint64 (n, 8): column 0 is the code of the picture as given, the one the
-    store indexes; columns 1..7 are the same code of its mirrored and rotated variants
-    (DIHEDRAL order), which only queries use. Rows whose image failed
-    carry zeros and their `ImageError` in `errors`; `ok` masks them out.
+    `scales` is uint64 (n, len(SCALES), 8): the pHash of the middle SCALES[k] of each side
+    of the trimmed picture (k = 0: the whole); `dhash` uint64 (n, 8). The last axis: column
+    0 is the code of the picture as given, the one the store indexes; columns 1..7 the same
+    code of its mirrored and rotated variants (DIHEDRAL order), which only queries use.
+    Rows whose image failed carry zeros and their `ImageError` in `errors`; `ok` masks
+    them out.
     """
 
-    phash: np.ndarray
+    scales: np.ndarray
     dhash: np.ndarray
-    centre: np.ndarray  # pHash of the central CENTRE_FRACTION of the trimmed picture
     errors: list[ImageError | None] = field(default_factory=list)
     version: str = IMAGE_VERSION
+
+    @property
+    def phash(self) -> np.ndarray:
+        """uint64 (n, 8): the pHash of the whole trimmed picture (imagehash's)."""
+        return self.scales[:, 0]
 
     @property
     def ok(self) -> np.ndarray:
         return np.array([e is None for e in self.errors], dtype=bool)
 
     def __len__(self) -> int:
-        return len(self.phash)
+        return len(self.scales)
 
     def take(self, rows) -> ImageCodes:
         rows = np.asarray(rows)
-        return ImageCodes(self.phash[rows], self.dhash[rows], self.centre[rows],
+        return ImageCodes(self.scales[rows], self.dhash[rows],
                           [self.errors[int(r)] for r in np.atleast_1d(rows)], self.version)
 
 
 def codes_of(images: Sequence[Image.Image | None],
              errors: list[ImageError | None] | None = None) -> ImageCodes:
     """Codes of decoded pictures, grey or RGB (None for a failed one): each brought to work size,
-    grey, its borders found (`border_box`), and its four thumbnails made from that one
-    array (`_thumbnails`). `image_codes` is the entry point for encoded bytes."""
+    grey, its borders found (`border_box`), and its thumbnails made from that one array
+    (`_thumbnails`). `image_codes` is the entry point for encoded bytes."""
     n = len(images)
     errors = list(errors) if errors is not None else [None] * n
     good = [i for i, im in enumerate(images) if im is not None and errors[i] is None]
@@ -532,13 +581,13 @@ def codes_of(images: Sequence[Image.Image | None],
         except Exception as exc:  # noqa: BLE001 - a decoded picture can still fail lazily
             errors[i] = ImageError("corrupt_image", f"{type(exc).__name__}: {exc}")
     good = [i for i in good if errors[i] is None]
-    out = [np.zeros((n, 8), np.uint64) for _ in range(3)]
+    scales = np.zeros((n, len(SCALES), 8), np.uint64)
+    dhash = np.zeros((n, 8), np.uint64)
     if good:
-        full, centre, wide, tall = (np.stack(t).astype(np.float64) for t in zip(*thumbs))
-        out[0][good] = _phash_of_thumbs(full)
-        out[1][good] = _dhash_of_thumbs(wide, tall)
-        out[2][good] = _phash_of_thumbs(centre)
-    return ImageCodes(*out, errors=errors)
+        sc, wide, tall = (np.stack(t).astype(np.float64) for t in zip(*thumbs))
+        scales[good] = _phash_of_thumbs(sc.reshape(-1, PHASH_SIDE, PHASH_SIDE)).reshape(len(good), len(SCALES), 8)
+        dhash[good] = _dhash_of_thumbs(wide, tall)
+    return ImageCodes(scales, dhash, errors=errors)
 
 
 def image_codes(images: list[bytes], max_pixels: int) -> ImageCodes:
@@ -560,27 +609,42 @@ def image_codes(images: list[bytes], max_pixels: int) -> ImageCodes:
 # --------------------------------------------------------------------------------------
 
 
+def _alignments() -> list[tuple[np.ndarray, np.ndarray]]:
+    """(query scales, stored scales) of each alignment: scale k against k + shift."""
+    k = len(SCALES)
+    out = []
+    for shift in range(-SHIFT, SHIFT + 1):
+        q = np.array([i for i in range(k) if 0 <= i + shift < k])
+        out.append((q, q + shift))
+    return out
+
+
+_ALIGNED = _alignments()
+
+
 def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True) -> np.ndarray:
-    """int (nq, ns): the distance between query image i and stored image j, in bits.
+    """float (nq, ns): the distance between query image i and stored image j, in bits
+    (0..64, in thirds: a mean of BEST_OF Hamming distances).
 
-    The smallest Hamming distance over the query's eight dihedral variants and, with
-    `centre`, over the pairings of full and centre codes: full-full; full-centre and
-    centre-full (one side is a crop of the other: the cropped copy's full frame is nearest
-    the original's centre, whichever was stored first); centre-centre plus CENTRE_PENALTY
-    (both sides lost their edges to different edits, a rotation's corners or a corner
-    logo; the centre sees 64% of the picture, so its bits are weaker evidence, and without
-    the penalty it is the one pairing that brings different photos under the threshold in
-    the bench). Rows or columns of failed images are 64. Only the stored pictures' column
-    0 is read: the store keeps nothing else."""
-    sp, sc = stored.phash[:, 0], stored.centre[:, 0]
-
-    def best(qa: np.ndarray, sa: np.ndarray) -> np.ndarray:
-        return hamming(qa[:, None, :], sa[None, :, None]).min(axis=2).astype(np.int64)
-
-    dist = best(query.phash, sp)
-    if centre:
-        dist = np.minimum.reduce([dist, best(query.phash, sc), best(query.centre, sp),
-                                  best(query.centre, sc) + CENTRE_PENALTY])
+    The smallest, over the query's eight dihedral variants and the alignments of the two
+    scale chains (scale k of the query against k + shift of the stored picture), of the
+    mean of the BEST_OF closest pairs of codes of that alignment: a crop lines up one
+    or two scales along, a rotation's corners or a corner logo spoil the outer scales of
+    the alignment, which the best three leave out; or the whole pictures' codes alone plus
+    WHOLE_PENALTY, if smaller. Without `centre`, the whole pictures' codes alone (the
+    smallest over the variants, no penalty). Rows or columns of failed images are 64.
+    Only the stored pictures' column 0 is read: the store keeps nothing else."""
+    if not centre:
+        dist = hamming(query.phash[:, None, :], stored.phash[None, :, 0, None]).min(axis=2)
+        dist = dist.astype(np.float64)
+    else:
+        # (nq, ns, kq, ks, 8): every scale of the query, each variant, against every
+        # stored scale as given.
+        h = hamming(query.scales[:, None, :, None, :], stored.scales[None, :, None, :, 0, None])
+        dist = h[:, :, 0, 0, :].min(axis=2) + float(WHOLE_PENALTY)
+        for q, s in _ALIGNED:
+            pairs = np.sort(h[:, :, q, s, :], axis=2)[:, :, :BEST_OF]
+            dist = np.minimum(dist, pairs.mean(axis=2).min(axis=2))
     dist[~query.ok, :] = 64
     dist[:, ~stored.ok] = 64
     return np.minimum(dist, 64)

@@ -1,11 +1,14 @@
 """The `image` signal: perceptual hashes of an item's pictures.
 
-An item's signature holds, for each of its pictures, the pHash, dHash and centre-region
-pHash of all eight dihedral variants (192 bytes a picture), so a pair can be scored
-mirrored or rotated whichever side is the query. The Hamming indexes hold only the
-as-given codes (full frame and centre), one entry per picture with id pk * 64 + position;
-queries search with all eight variants, so a flipped copy is found from either side. A
-pair's raw similarity is the best Hamming distance over the two items' pictures.
+An item's signature holds, for each of its pictures, the pHash of each scale of its
+scale chain (the whole and four centre regions, `SCALES`) and the dHash, of all eight
+dihedral variants (384 bytes a picture), so a pair can be scored mirrored or rotated
+whichever side is the query. The Hamming indexes hold only the as-given codes of the
+`INDEXED` scales (the whole, "full", and the middle 80%, "centre"), one entry per picture
+with id pk * 64 + position; queries search with all eight variants of the scales that
+share an alignment with them, so a flipped or cropped copy is found from either side. A
+pair's raw similarity is the best `image_distance` over the two items' pictures (the mean
+of the closest pairs of codes along the best alignment of the two scale chains).
 
 A release that changes how the codes are made changes IMAGE_VERSION, and signatures of
 different versions are never compared: before an ingest or a query, `catch_up` signs
@@ -23,7 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
-from ..extract.image import CENTRE_PENALTY, IMAGE_VERSION, ImageCodes, codes_of, image_distance
+from ..extract.image import INDEXED, IMAGE_VERSION, SCALES, SHIFT, ImageCodes, codes_of, image_distance
 from ..index.hamming import HammingIndex
 from ..index.slots import distinct_pairs, entry_ids
 from ..input.items import InputError, LoadedItem, read_stored_picture
@@ -47,13 +50,19 @@ RESIGN_SOURCE = "resign:image"
 @dataclass(frozen=True)
 class ImageSettings(SignalSettings):
     weight: float = 0.3
-    # pHash distance in bits -> score. Set by hand; the fit agrees on weak and medium (12
-    # bits is medium, 14 below the tiers: distances are even, each pHash sets the 32 bits
-    # above its median) and would make 10 bits strong, losing precision there, so it stays.
+    # `image_distance` (a mean of three pHash distances, so in steps of 2/3 of a bit:
+    # each pHash sets the 32 bits above its median, distances are even) -> score. Set by
+    # hand on the picture benches (docs/benchmarks.md, image_tiers.py): edited copies of
+    # photos lie within 10 2/3 (strong), different photos from 14 2/3 up, and different
+    # flat graphics (the low-detail pictures whose codes collide) gather from 11 1/3 up, so
+    # 10 2/3 is strong and the medium tier has no band of its own; 11 1/3 to 14 is weak.
     calibration: Calibration = setting((
-        (0.0, 1.0), (4.0, 0.95), (8.0, 0.9), (12.0, 0.8), (14.0, 0.6), (24.0, 0.2), (32.0, 0.0)),
+        (0.0, 1.0), (4.0, 0.95), (10.7, 0.9), (11.3, 0.75), (14.0, 0.7), (15.0, 0.6),
+        (24.0, 0.2), (32.0, 0.0)),
         Knots(0, 64))
-    radius: int = setting(12, Number(int, 0, 64))  # candidates within this many bits
+    # candidates: pictures with some pair of codes (one of an indexed scale) within this
+    # many bits
+    radius: int = setting(12, Number(int, 0, 64))
     LEGACY: ClassVar = {"image_calibration": "calibration", "image_radius": "radius"}
 
 
@@ -73,8 +82,8 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
     listed = True
     exact_parts = ("image",)
     index_parts: ClassVar = {"full": HammingIndex.load, "centre": HammingIndex.load}
-    # (its four pairings of full and centre codes are symmetric: a search finds a pair from
-    # either picture's side)
+    # (the alignments of two scale chains are symmetric: a search finds a pair from either
+    # picture's side)
     searched_after = True
     resigns = True
 
@@ -194,12 +203,12 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
 
     @staticmethod
     def pack(codes: ImageCodes) -> bytes:
-        return np.stack([codes.phash, codes.dhash, codes.centre], axis=1).astype("<u8").tobytes()
+        return np.concatenate([codes.scales, codes.dhash[:, None]], axis=1).astype("<u8").tobytes()
 
     @staticmethod
     def unpack(blob: bytes) -> ImageCodes:
-        raw = np.frombuffer(blob, "<u8").reshape(-1, 3, 8).astype(np.uint64)
-        return ImageCodes(raw[:, 0], raw[:, 1], raw[:, 2], errors=[None] * len(raw))
+        raw = np.frombuffer(blob, "<u8").reshape(-1, len(SCALES) + 1, 8).astype(np.uint64)
+        return ImageCodes(raw[:, :-1], raw[:, -1], errors=[None] * len(raw))
 
     def new_index(self) -> ImageIndex:
         return ImageIndex(HammingIndex(), HammingIndex())
@@ -213,8 +222,8 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
     def index_add(self, index: ImageIndex, pks: np.ndarray, values: list[ImageCodes]) -> None:
         for pk, codes in zip(pks.tolist(), values):
             ids = entry_ids(pk, MAX_IMAGES, len(codes))
-            index.full.add(ids, codes.phash[: len(ids), 0])
-            index.centre.add(ids, codes.centre[: len(ids), 0])
+            index.full.add(ids, codes.scales[: len(ids), INDEXED[0], 0])
+            index.centre.add(ids, codes.scales[: len(ids), INDEXED[1], 0])
 
     def index_remove(self, index: ImageIndex, pks: np.ndarray) -> None:
         if not len(index.full) and not len(index.centre):
@@ -224,23 +233,24 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
         index.centre.remove(ids)
 
     def search(self, index: ImageIndex, values: list[ImageCodes]) -> tuple[np.ndarray, np.ndarray]:
-        """Items whose pictures are within the radius of any variant of each item's."""
+        """Items with a picture one of whose indexed codes is within the radius of any
+        variant of a code of one of each item's pictures, at a scale that shares an
+        alignment with it (`image_distance`)."""
         radius = self.config.radius
         rows, found = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        # The four pairings `image_distance` scores; centre-centre carries its penalty. Each
-        # is one search of every item's codes at once (a search a picture paid the flat
-        # scan's setup a picture).
-        for kind, part, r in (("phash", index.full, radius), ("phash", index.centre, radius),
-                              ("centre", index.full, radius), ("centre", index.centre, radius - CENTRE_PENALTY)):
-            if r < 0 or not values:
+        # One search of every item's codes at once per indexed scale (a search a picture
+        # paid the flat scan's setup a picture).
+        for scale, part in zip(INDEXED, (index.full, index.centre)):
+            near = [k for k in range(len(SCALES)) if abs(k - scale) <= SHIFT]
+            if not values:
                 continue
-            queries = [getattr(codes, kind).reshape(-1) for codes in values]
+            queries = [codes.scales[:, near].reshape(-1) for codes in values]
             owner = np.repeat(np.arange(len(values), dtype=np.int64), [len(q) for q in queries])
-            hits = part.search(np.concatenate(queries), r)
+            hits = part.search(np.concatenate(queries), radius)
             rows.append(owner[hits.query])
             found.append(hits.ids // MAX_IMAGES)
         return distinct_pairs(np.concatenate(rows), np.concatenate(found))[:2]
 
     def similarity(self, a: list[ImageCodes], b: list[ImageCodes]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        bits = np.array([int(image_distance(x, y).min()) for x, y in zip(a, b)], np.int64)
+        bits = np.array([float(image_distance(x, y).min()) for x, y in zip(a, b)], np.float64)
         return bits, {"bits": bits}
