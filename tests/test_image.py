@@ -327,7 +327,7 @@ def test_scale_chain_finds_a_crop(name):
     got = codes(encode(pic), encode(cropped, "JPEG", quality=85))
     full_only = mi.image_distance(got.take([1]), got.take([0]), centre=False)[0, 0]
     chain = mi.image_distance(got.take([1]), got.take([0]))[0, 0]
-    assert full_only > IMAGE.radius and strong(chain)
+    assert not medium(full_only) and strong(chain)
     # symmetric: the crop stored first, the full picture as the query
     assert strong(mi.image_distance(got.take([0]), got.take([1]))[0, 0])
 

@@ -18,8 +18,8 @@ Methods, all on the same bytes:
     baseline       imagehash.phash of the decoded image, Hamming distance
     phash          mmdedup: load_image (EXIF, modes) -> trim_borders -> pHash; the query
                    hashed in its eight dihedral variants against the one stored code
-    phash+centre   the same, best also over the centre code (CENTRE_FRACTION) both ways:
-                   what image_distance() returns, the image signal
+    phash+centre   the same, along the scale chain (SCALES: the whole and four centres),
+                   the mean of the closest three pairs of an alignment: image_distance()
     dhash          mmdedup's dHash, trimmed, dihedral query
     pdq            Meta's PDQ (256 bits, pdqhash package, only when installed), on the
                    trimmed picture, dihedral query; threshold 31 of 256 (PDQ's own)

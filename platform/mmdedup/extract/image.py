@@ -304,17 +304,16 @@ def _border_box(arr: np.ndarray, tolerance: int = TRIM_TOLERANCE, share: float =
 
     box = full
     cut: list[float | None] = [None] * 4  # the colour of each side's last border, once cut
-    for i in range(TRIM_PASSES):
+    for _ in range(TRIM_PASSES):
         x0, y0, x1, y1 = box
         part = arr[y0:y1, x0:x1]
         cols = part.T
-        sides = [(0, 0.0) if i and cut[j] is None else run(lines, cut[j])
-                 for j, lines in enumerate((part, part[::-1], cols, cols[::-1]))]
+        sides = [run(lines, cut[j]) for j, lines in enumerate((part, part[::-1], cols, cols[::-1]))]
         (top, _), (bottom, _), (left, _), (right, _) = sides
         if not top + bottom + left + right or (y1 - y0 - top - bottom < TRIM_MIN_SIDE
                                                or x1 - x0 - left - right < TRIM_MIN_SIDE):
             break
-        cut = [edge if n else None for n, edge in sides]
+        cut = [edge if n else c for (n, edge), c in zip(sides, cut)]
         box = (x0 + left, y0 + top, x1 - right, y1 - bottom)
     return box
 
@@ -650,11 +649,8 @@ def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True
     return np.minimum(dist, 64)
 
 
-# Hamming distance (0..64, as image_distance computes it) -> score on fusion's common 0..1
-# scale, interpolated linearly between the (distance, score) points of a calibration: the
-# configured one is Settings.image_calibration, and Settings.image_radius the match radius
-# (config.py). In the bench, different photographs are 14 or more bits apart (1% of pairs
-# at 18 or under), and every resized, re-compressed, mirrored, brightened, greyed or padded
-# copy is within 8 bits, most crops, rotations and watermarks within 12. So 8 bits is
-# strong (merged), 12 medium (review), 13 weak, and 14, where different photos begin, is
-# under every tier.
+# The distance (0..64 bits, as image_distance computes it, in steps of 2/3) -> score on
+# fusion's common 0..1 scale, interpolated linearly between the (distance, score) points
+# of the image signal's `calibration` (signals/image.py), whose `radius` bounds the codes
+# the index search returns. Where the benches put copies and different pictures, and so
+# the tiers, is in docs/benchmarks.md (image_tiers.py).

@@ -60,9 +60,10 @@ class ImageSettings(SignalSettings):
         (0.0, 1.0), (4.0, 0.95), (10.7, 0.9), (11.3, 0.75), (14.0, 0.7), (15.0, 0.6),
         (24.0, 0.2), (32.0, 0.0)),
         Knots(0, 64))
-    # candidates: pictures with some pair of codes (one of an indexed scale) within this
-    # many bits
-    radius: int = setting(12, Number(int, 0, 64))
+    # candidates: pictures with a pair of codes (one of them of an indexed scale) within
+    # this many bits. A pair within the strong tier can have none within 12 from the later
+    # picture's side (its alignment's indexed pair spoilt: a 12% crop), hence 16.
+    radius: int = setting(16, Number(int, 0, 64))
     LEGACY: ClassVar = {"image_calibration": "calibration", "image_radius": "radius"}
 
 
