@@ -254,13 +254,13 @@ def main() -> None:
         cells = []
         for m in methods:
             d = dist[m][sel][truth[sel]]
-            cells.append(f"{d.max()} ({int(np.median(d))})")
+            cells.append(f"{d.max():.3g} ({np.median(d):.3g})")
         print(f"| {e} | " + " | ".join(cells) + " |")
     off = ~np.eye(n, dtype=bool)
     print("| min, edit vs other original | " + " | ".join(
-        str(int(dist[m][~truth].min())) for m in methods) + " |")
+        f"{dist[m][~truth].min():.3g}" for m in methods) + " |")
     print("| min, original vs other original | " + " | ".join(
-        str(int(orig[m][off].min())) for m in methods) + " |")
+        f"{orig[m][off].min():.3g}" for m in methods) + " |")
     print("| 1st percentile, different photos | " + " | ".join(
         f"{np.percentile(np.concatenate([dist[m][~truth], orig[m][off]]), 1):.0f}"
         for m in methods) + " |")

@@ -621,6 +621,21 @@ def _alignments() -> list[tuple[np.ndarray, np.ndarray]]:
 _ALIGNED = _alignments()
 
 
+_BLOCK = 1 << 22  # Hamming distances image_distance holds at once
+
+
+def _chain_distance(query: np.ndarray, stored: np.ndarray) -> np.ndarray:
+    """float (nq, ns): `image_distance` of query chains (nq, K, 8) against stored ones as
+    given (ns, K)."""
+    # (nq, ns, kq, ks, 8): every scale of the query, each variant, against every stored scale
+    h = hamming(query[:, None, :, None, :], stored[None, :, None, :, None])
+    dist = h[:, :, 0, 0, :].min(axis=2) + float(WHOLE_PENALTY)
+    for q, s in _ALIGNED:
+        pairs = np.sort(h[:, :, q, s, :], axis=2)[:, :, :BEST_OF]
+        dist = np.minimum(dist, pairs.mean(axis=2).min(axis=2))
+    return dist
+
+
 def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True) -> np.ndarray:
     """float (nq, ns): the distance between query image i and stored image j, in bits
     (0..64, in thirds: a mean of BEST_OF Hamming distances).
@@ -637,13 +652,11 @@ def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True
         dist = hamming(query.phash[:, None, :], stored.phash[None, :, 0, None]).min(axis=2)
         dist = dist.astype(np.float64)
     else:
-        # (nq, ns, kq, ks, 8): every scale of the query, each variant, against every
-        # stored scale as given.
-        h = hamming(query.scales[:, None, :, None, :], stored.scales[None, :, None, :, 0, None])
-        dist = h[:, :, 0, 0, :].min(axis=2) + float(WHOLE_PENALTY)
-        for q, s in _ALIGNED:
-            pairs = np.sort(h[:, :, q, s, :], axis=2)[:, :, :BEST_OF]
-            dist = np.minimum(dist, pairs.mean(axis=2).min(axis=2))
+        dist = np.empty((len(query), len(stored)))
+        # a block of query rows at a time: (rows, ns, kq, ks, 8) distances each
+        step = max(1, _BLOCK // max(1, len(stored) * len(SCALES) ** 2 * 8))
+        for start in range(0, len(query), step):
+            dist[start:start + step] = _chain_distance(query.scales[start:start + step], stored.scales[:, :, 0])
     dist[~query.ok, :] = 64
     dist[:, ~stored.ok] = 64
     return np.minimum(dist, 64)
