@@ -276,7 +276,8 @@ def test_phash_bits_are_imagehash_phash():
 
 def test_thumbnails_are_pillows_lanczos_resize():
     """The codes' thumbnails are made as matrix products; they must be the thumbnails
-    Pillow's Lanczos resize makes of the trimmed picture and of its centre (but for a rare
+    Pillow's Lanczos resize makes of the trimmed picture, its centres and its anchored
+    regions (but for a rare
     pixel one grey level off, where the rounding falls the other way), so the codes keep imagehash's pHash and dHash."""
     for name, size in (("astronaut", (601, 437)), ("chelsea", (333, 500)), ("camera", (97, 64))):
         grey = photo(name, 512).resize(size).convert("L")
@@ -284,10 +285,15 @@ def test_thumbnails_are_pillows_lanczos_resize():
         padded.paste(grey, (25, 5))
         box = mi.border_box(padded)
         trimmed = padded.crop(box)
-        scales, wide, tall = mi._thumbnails(np.asarray(padded), box)
-        got = [*scales, wide, tall]
+        scales, anchored, wide, tall = mi._thumbnails(np.asarray(padded), box)
+        got = [*scales, *anchored.reshape(-1, 32, 32), wide, tall]
         want = [mi.centre_region(trimmed, f).resize((32, 32), Image.Resampling.LANCZOS)
                 for f in mi.SCALES]
+        tw, th = trimmed.size
+        for cols, rows in mi.ANCHORS:  # the regions kept from a corner or an edge
+            for f in mi.SCALES[1:]:
+                (x0, x1, _), (y0, y1, _) = mi._span(tw, f, cols), mi._span(th, f, rows)
+                want.append(trimmed.crop((x0, y0, x1, y1)).resize((32, 32), Image.Resampling.LANCZOS))
         want += [trimmed.resize((9, 8), Image.Resampling.LANCZOS),
                  trimmed.resize((8, 9), Image.Resampling.LANCZOS)]
         for g, w in zip(got, want):
@@ -330,6 +336,30 @@ def test_scale_chain_finds_a_crop(name):
     assert not medium(full_only) and strong(chain)
     # symmetric: the crop stored first, the full picture as the query
     assert strong(mi.image_distance(got.take([0]), got.take([1]))[0, 0])
+
+
+@pytest.mark.parametrize("name,cut", [
+    ("rocket", (0.10, 0.0, 0.0, 0.10)), ("coffee", (0.06, 0.03, 0.03, 0.06)),
+    ("chelsea", (0.0, 0.0, 0.0, 0.12)), ("astronaut", (0.10, 0.0, 0.0, 0.0)),
+])
+def test_one_sided_crop_pairs_both_ways(name, cut):
+    """A crop from one side or one corner (a caption bar cut off the bottom, 10% off the
+    left and the bottom) keeps that edge of the picture: the chain anchored there lines
+    up with the original's, whichever of the two is stored first, and the search finds
+    the pair from the later picture's side."""
+    pic = photo(name, 400)
+    w, h = pic.size
+    cropped = pic.crop((int(w * cut[0]), int(h * cut[1]), w - int(w * cut[2]), h - int(h * cut[3])))
+    got = codes(encode(pic), encode(cropped, "JPEG", quality=85))
+    assert not medium(mi.image_distance(got.take([1]), got.take([0]), centre=False)[0, 0])
+    signal = ImageSignal.__new__(ImageSignal)
+    signal.config = IMAGE
+    for stored, query in ((0, 1), (1, 0)):
+        assert strong(mi.image_distance(got.take([query]), got.take([stored]))[0, 0])
+        index = signal.new_index()
+        signal.index_add(index, np.array([7]), [got.take([stored])])
+        rows, found = signal.search(index, [got.take([query])])
+        assert found.tolist() == [7]
 
 
 @pytest.mark.parametrize("name,edit_name,seed", [
@@ -388,9 +418,10 @@ def test_recompressed_and_resized_copies_match():
 def test_stored_codes_round_trip():
     got = codes(encode(photo()), encode(photo("coffee")))
     blob = ImageSignal.pack(got)  # what the store keeps: all eight variants of each code
-    assert len(blob) == 2 * (len(mi.SCALES) + 1) * 8 * 8
+    k = len(mi.SCALES)
+    assert len(blob) == 2 * (k + len(mi.ANCHORS) * (k - 1) + 1) * 8 * 8
     back = ImageSignal.unpack(blob)
-    for name in ("scales", "dhash"):
+    for name in ("scales", "anchored", "dhash"):
         assert np.array_equal(getattr(back, name), getattr(got, name)), name
     assert np.array_equal(mi.image_distance(got, back), mi.image_distance(got, got))
 

@@ -217,7 +217,8 @@ class Scan:
         codes = [self.image.unpack(b) for b in blobs.values()]
         self.image_owner = np.repeat(np.fromiter(blobs, np.int64, len(blobs)), [len(c) for c in codes])
         self.codes = mi.ImageCodes(*(np.concatenate([getattr(c, f) for c in codes]) for f in
-                                     ("scales", "dhash")), errors=[None] * len(self.image_owner))
+                                     ("scales", "dhash")), errors=[None] * len(self.image_owner),
+                                   anchored=np.concatenate([c.anchored for c in codes]))
         self.image_rows = np.array([self.pk_row[pk] for pk in self.image_owner.tolist()], np.int64)
         self.load_s = time.perf_counter() - start
 

@@ -98,6 +98,24 @@ SCALES = (1.0, 0.95, 0.9, 0.85, 0.8)
 SHIFT = 2
 BEST_OF = 3
 INDEXED = (0, len(SCALES) - 1)  # the whole and the innermost (least spoilt by edges)
+# Anchored chains: a crop taken from one side or one corner (a caption bar cut off the
+# bottom, 10% off the left and the bottom) keeps an edge of the picture where the centre
+# chain assumes the middle stays; each picture also carries chains anchored at its four
+# corners (both sides shrunk towards the corner) and its four edges (one side shrunk
+# towards that edge), at the same SCALES but the whole. Region of an anchor: (columns,
+# rows), each "low" (kept from the left or top), "high" (from the right or bottom) or
+# "full". A chain is compared only with the other picture's chain of the same anchor.
+ANCHORS = (("low", "low"), ("high", "low"), ("low", "high"), ("high", "high"),
+           ("full", "low"), ("full", "high"), ("low", "full"), ("high", "full"))
+ANCHOR_SHIFTS = (1, 2)  # |shift| of the anchored alignments (a 5% or 10% one-sided crop)
+# Bits added to an anchored alignment's mean: its eight chains are more chances for two
+# low-detail pictures to agree by accident than the one centre chain. And an anchored
+# alignment counts only within ANCHOR_REACH bits (penalty included): a one-sided crop
+# lines up closely, while further out its many chances only add pairs of different
+# pictures to the weak tier.
+ANCHOR_PENALTY = 3.0
+ANCHOR_REACH = 11.0
+INDEXED_ANCHOR = len(SCALES) - 1  # the innermost scale of each anchored chain is indexed
 # The whole pictures' codes alone also count, WHOLE_PENALTY bits added: a copy whose centre
 # moved more than its whole (a small picture rotated about a subject in its middle) is
 # still near by its whole; one pair of codes is weaker evidence than an alignment's three.
@@ -121,10 +139,10 @@ PIL_DIHEDRAL = (
 )
 
 IMAGE_VERSION = (
-    f"img3-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
+    f"img4-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
     f"-scales{'/'.join(f'{f:g}' for f in SCALES)}-shift{SHIFT}-best{BEST_OF}-whole{WHOLE_PENALTY}"
     f"-trim{TRIM_TOLERANCE}/{TRIM_SHARE:g}+{TRIM_FRINGE}@{TRIM_FRINGE_TOLERANCE}/{TRIM_FRINGE_SHARE:g}"
-    f"x{TRIM_PASSES}"
+    f"x{TRIM_PASSES}-anchors{len(ANCHORS)}@{'/'.join(map(str, ANCHOR_SHIFTS))}+{ANCHOR_PENALTY:g}<{ANCHOR_REACH:g}"
     f"-short{WORK_SIDE}-lanczosmat-d8query"
 )
 
@@ -338,6 +356,31 @@ def _middle(n: int, fraction: float) -> tuple[int, int, int]:
     return (n - m) // 2, (n - m) // 2 + m, m
 
 
+def _span(n: int, fraction: float, kind: str) -> tuple[int, int, int]:
+    """(start, end, length) of `fraction` of n pixels kept from the start ("low"), the end
+    ("high") or the whole ("full")."""
+    if kind == "full":
+        return 0, n, n
+    m = max(1, round(n * fraction))
+    return (0, m, m) if kind == "low" else (n - m, n, m)
+
+
+def _anchor_moves() -> np.ndarray:
+    """int (8, len(ANCHORS)): the anchor that anchor a of a picture becomes in its dihedral
+    variant v (DIHEDRAL order), found by putting the anchor's cell of a 3x3 grid through
+    `_dihedral` itself, so the two cannot disagree."""
+    cell = {"low": 0, "full": 1, "high": 2}
+    where = {(cell[r], cell[c]): a for a, (c, r) in enumerate(ANCHORS)}
+    moves = np.zeros((8, len(ANCHORS)), np.int64)
+    for a, (c, r) in enumerate(ANCHORS):
+        grid = np.zeros((1, 3, 3))
+        grid[0, cell[r], cell[c]] = 1
+        for v, g in enumerate(_dihedral(grid, grid.transpose(0, 2, 1))[0]):
+            row, col = np.argwhere(g)[0]
+            moves[v, a] = where[(int(row), int(col))]
+    return moves
+
+
 def work_size(img: Image.Image, side: int | None = None) -> Image.Image:
     """The picture brought down to a short side of `side` (WORK_SIDE) to twice that, by
     box averaging over whole pixels: what a JPEG's draft decoding gives, for every format."""
@@ -484,17 +527,28 @@ def _product(a: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=64)
 def _columns(w: int) -> np.ndarray:
-    """float32 (w, 32 * len(SCALES) + 17): the horizontal Lanczos weights of every
+    """float32 (w, 32 * (3 * len(SCALES) - 2) + 17): the horizontal Lanczos weights of every
     thumbnail of a picture `w` wide (see _thumbnails), side by side."""
     side, n = PHASH_SIDE, HASH_SIZE
-    k = len(SCALES)
+    k = len(SCALES) * 3 - 2  # the centres, then the kept-from-the-left, then from the right
     cols = np.zeros((w, k * side + 2 * n + 1), np.float32)
     for i, f in enumerate(SCALES):
         lo, hi, m = _middle(w, f)
         cols[lo:hi, i * side:(i + 1) * side] = _lanczos(side, m).T
+    for j, (kind, f) in enumerate((kind, f) for kind in ("low", "high") for f in SCALES[1:]):
+        lo, hi, m = _span(w, f, kind)
+        i = len(SCALES) + j
+        cols[lo:hi, i * side:(i + 1) * side] = _lanczos(side, m).T
     cols[:, k * side:k * side + n + 1] = _lanczos(n + 1, w).T
     cols[:, k * side + n + 1:] = _lanczos(n, w).T
     return cols
+
+
+def _column_block(kind: str, i: int) -> int:
+    """Which block of 32 columns of `_columns` holds scale SCALES[i] (i >= 1) of `kind`."""
+    if kind == "full":
+        return 0
+    return len(SCALES) + (0 if kind == "low" else len(SCALES) - 1) + i - 1
 
 
 def _to_levels(t: np.ndarray) -> np.ndarray:
@@ -504,10 +558,10 @@ def _to_levels(t: np.ndarray) -> np.ndarray:
 
 
 def _thumbnails(grey: np.ndarray, box: tuple[int, int, int, int]
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The thumbnails the codes read, of one work-size grey picture (uint8 (h, w)) inside
-    its border box: (len(SCALES), 32, 32) of the middle SCALES[k] of each side, and
-    dHash's 8x9 (rows x columns) and 9x8, each as Pillow's Lanczos resize makes it, up to
+    its border box: (len(SCALES), 32, 32) of the middle SCALES[k] of each side,
+    (len(ANCHORS), len(SCALES) - 1, 32, 32) of each anchored region (`ANCHORS`), and dHash's 8x9 (rows x columns) and 9x8, each as Pillow's Lanczos resize makes it, up to
     its rounding (rounded and clipped to 0..255 after each pass, as its 8-bit result is:
     dHash compares neighbours, and Pillow's equal ones must stay equal).
 
@@ -517,15 +571,21 @@ def _thumbnails(grey: np.ndarray, box: tuple[int, int, int, int]
     left, top, right, bottom = box
     g = grey[top:bottom, left:right]
     h, w = g.shape
-    side, n, k = PHASH_SIDE, HASH_SIZE, len(SCALES)
+    side, n, k = PHASH_SIDE, HASH_SIZE, len(SCALES) * 3 - 2
     across = _to_levels(_product(g, _columns(w)))
     scales = []
     for i, f in enumerate(SCALES):
         lo, hi, m = _middle(h, f)
         scales.append(_to_levels(_product(_lanczos(side, m), across[lo:hi, i * side:(i + 1) * side])))
+    anchored = np.empty((len(ANCHORS), len(SCALES) - 1, side, side), np.float32)
+    for a, (cols, rows) in enumerate(ANCHORS):
+        for i, f in enumerate(SCALES[1:], start=1):
+            lo, hi, m = _span(h, f, rows)
+            b = _column_block(cols, i)
+            anchored[a, i - 1] = _to_levels(_product(_lanczos(side, m), across[lo:hi, b * side:(b + 1) * side]))
     wide = _product(_lanczos(n, h), across[:, k * side:k * side + n + 1])
     tall = _product(_lanczos(n + 1, h), across[:, k * side + n + 1:])
-    return np.stack(scales), _to_levels(wide), _to_levels(tall)
+    return np.stack(scales), anchored, _to_levels(wide), _to_levels(tall)
 
 
 @dataclass
@@ -536,7 +596,9 @@ class ImageCodes:
     of the trimmed picture (k = 0: the whole); `dhash` uint64 (n, 8). The last axis: column
     0 is the code of the picture as given, the one the store indexes; columns 1..7 the same
     code of its mirrored and rotated variants (DIHEDRAL order), which only queries use.
-    Rows whose image failed carry zeros and their `ImageError` in `errors`; `ok` masks
+    `anchored` uint64 (n, len(ANCHORS), len(SCALES) - 1, 8): the chains anchored at the
+    corners and edges (`ANCHORS`), scales SCALES[1:], column v the code of the region
+    anchored at ANCHORS[a] in the picture as given, seen in variant v. Rows whose image failed carry zeros and their `ImageError` in `errors`; `ok` masks
     them out.
     """
 
@@ -544,6 +606,11 @@ class ImageCodes:
     dhash: np.ndarray
     errors: list[ImageError | None] = field(default_factory=list)
     version: str = IMAGE_VERSION
+    anchored: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.anchored is None:  # codes made without them: no anchored chain compares
+            self.anchored = np.zeros((len(self.scales), len(ANCHORS), len(SCALES) - 1, 8), np.uint64)
 
     @property
     def phash(self) -> np.ndarray:
@@ -560,7 +627,8 @@ class ImageCodes:
     def take(self, rows) -> ImageCodes:
         rows = np.asarray(rows)
         return ImageCodes(self.scales[rows], self.dhash[rows],
-                          [self.errors[int(r)] for r in np.atleast_1d(rows)], self.version)
+                          [self.errors[int(r)] for r in np.atleast_1d(rows)], self.version,
+                          self.anchored[rows])
 
 
 def codes_of(images: Sequence[Image.Image | None],
@@ -581,12 +649,15 @@ def codes_of(images: Sequence[Image.Image | None],
             errors[i] = ImageError("corrupt_image", f"{type(exc).__name__}: {exc}")
     good = [i for i in good if errors[i] is None]
     scales = np.zeros((n, len(SCALES), 8), np.uint64)
+    anchored = np.zeros((n, len(ANCHORS), len(SCALES) - 1, 8), np.uint64)
     dhash = np.zeros((n, 8), np.uint64)
     if good:
-        sc, wide, tall = (np.stack(t).astype(np.float64) for t in zip(*thumbs))
+        sc, an, wide, tall = (np.stack(t).astype(np.float64) for t in zip(*thumbs))
         scales[good] = _phash_of_thumbs(sc.reshape(-1, PHASH_SIDE, PHASH_SIDE)).reshape(len(good), len(SCALES), 8)
+        anchored[good] = _phash_of_thumbs(an.reshape(-1, PHASH_SIDE, PHASH_SIDE)).reshape(
+            len(good), len(ANCHORS), len(SCALES) - 1, 8)
         dhash[good] = _dhash_of_thumbs(wide, tall)
-    return ImageCodes(scales, dhash, errors=errors)
+    return ImageCodes(scales, dhash, errors=errors, anchored=anchored)
 
 
 def image_codes(images: list[bytes], max_pixels: int) -> ImageCodes:
@@ -619,6 +690,11 @@ def _alignments() -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 _ALIGNED = _alignments()
+_ANCHOR_ALIGNED = [(q, s) for (q, s), shift in zip(_ALIGNED, range(-SHIFT, SHIFT + 1))
+                   if abs(shift) in ANCHOR_SHIFTS]
+# _FROM[v, b]: the query's anchor whose variant-v code is of the region its variant v has
+# at anchor b (the inverse of _anchor_moves for each variant)
+_FROM = np.argsort(_anchor_moves(), axis=1)
 
 
 _BLOCK = 1 << 22  # Hamming distances image_distance holds at once
@@ -636,6 +712,30 @@ def _chain_distance(query: np.ndarray, stored: np.ndarray) -> np.ndarray:
     return dist
 
 
+def _anchored_distance(qwhole: np.ndarray, qanch: np.ndarray, swhole: np.ndarray,
+                       sanch: np.ndarray) -> np.ndarray:
+    """float (nq, ns): the best anchored alignment (`ANCHOR_SHIFTS`) of query chains
+    (whole (nq, 8), anchored (nq, A, K - 1, 8)) against stored ones as given (whole (ns,),
+    anchored (ns, A, K - 1)), plus ANCHOR_PENALTY; 64 past ANCHOR_REACH or where either
+    side has none."""
+    nq, ns = len(qwhole), len(swhole)
+    dist = np.full((nq, ns), np.inf)
+    variants = np.arange(8)
+    for b in range(len(ANCHORS)):
+        # the query's chain at anchor b of each of its variants: (nq, K, 8)
+        q = np.concatenate([qwhole[:, None, :], qanch[:, _FROM[:, b], :, variants].transpose(1, 2, 0)], axis=1)
+        s = np.concatenate([swhole[:, None], sanch[:, b]], axis=1)  # (ns, K)
+        h = hamming(q[:, None, :, None, :], s[None, :, None, :, None])
+        for qi, si in _ANCHOR_ALIGNED:
+            pairs = np.sort(h[:, :, qi, si, :], axis=2)[:, :, :BEST_OF]
+            dist = np.minimum(dist, pairs.mean(axis=2).min(axis=2))
+    dist += ANCHOR_PENALTY
+    dist[dist > ANCHOR_REACH] = 64
+    dist[~qanch.any(axis=(1, 2, 3)), :] = 64
+    dist[:, ~sanch.any(axis=(1, 2))] = 64
+    return dist
+
+
 def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True) -> np.ndarray:
     """float (nq, ns): the distance between query image i and stored image j, in bits
     (0..64, in thirds: a mean of BEST_OF Hamming distances).
@@ -645,7 +745,9 @@ def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True
     mean of the BEST_OF closest pairs of codes of that alignment: a crop lines up one
     or two scales along, a rotation's corners or a corner logo spoil the outer scales of
     the alignment, which the best three leave out; or the whole pictures' codes alone plus
-    WHOLE_PENALTY, if smaller. Without `centre`, the whole pictures' codes alone (the
+    WHOLE_PENALTY, if smaller; or the same along the chains anchored at a corner or an
+    edge (`ANCHORS`: a crop from one side), ANCHOR_PENALTY added, up to ANCHOR_REACH.
+    Without `centre`, the whole pictures' codes alone (the
     smallest over the variants, no penalty). Rows or columns of failed images are 64.
     Only the stored pictures' column 0 is read: the store keeps nothing else."""
     if not centre:
@@ -655,8 +757,12 @@ def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True
         dist = np.empty((len(query), len(stored)))
         # a block of query rows at a time: (rows, ns, kq, ks, 8) distances each
         step = max(1, _BLOCK // max(1, len(stored) * len(SCALES) ** 2 * 8))
+        sanch = stored.anchored[:, :, :, 0]
         for start in range(0, len(query), step):
-            dist[start:start + step] = _chain_distance(query.scales[start:start + step], stored.scales[:, :, 0])
+            rows = slice(start, start + step)
+            dist[rows] = np.minimum(
+                _chain_distance(query.scales[rows], stored.scales[:, :, 0]),
+                _anchored_distance(query.scales[rows, 0], query.anchored[rows], stored.scales[:, 0, 0], sanch))
     dist[~query.ok, :] = 64
     dist[:, ~stored.ok] = 64
     return np.minimum(dist, 64)

@@ -26,7 +26,8 @@ import numpy as np
 from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
-from ..extract.image import INDEXED, IMAGE_VERSION, SCALES, SHIFT, ImageCodes, codes_of, image_distance
+from ..extract.image import (ANCHOR_SHIFTS, ANCHORS, INDEXED, INDEXED_ANCHOR, IMAGE_VERSION, SCALES, SHIFT,
+                             ImageCodes, codes_of, image_distance)
 from ..index.hamming import HammingIndex
 from ..index.slots import distinct_pairs, entry_ids
 from ..input.items import InputError, LoadedItem, read_stored_picture
@@ -69,10 +70,12 @@ class ImageSettings(SignalSettings):
 
 @dataclass
 class ImageIndex:
-    """Hamming indexes over the stored full-frame and centre codes."""
+    """Hamming indexes over the stored full-frame and centre codes, and the innermost
+    codes of the anchored chains (id (pk * 64 + position) * len(ANCHORS) + anchor)."""
 
     full: HammingIndex
     centre: HammingIndex
+    anchored: HammingIndex
 
 
 class ImageSignal(Signal[ImageCodes, ImageSettings]):
@@ -82,7 +85,8 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
     kind = "image-reuse"
     listed = True
     exact_parts = ("image",)
-    index_parts: ClassVar = {"full": HammingIndex.load, "centre": HammingIndex.load}
+    index_parts: ClassVar = {"full": HammingIndex.load, "centre": HammingIndex.load,
+                             "anchored": HammingIndex.load}
     # (the alignments of two scale chains are symmetric: a search finds a pair from either
     # picture's side)
     searched_after = True
@@ -204,34 +208,40 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
 
     @staticmethod
     def pack(codes: ImageCodes) -> bytes:
-        return np.concatenate([codes.scales, codes.dhash[:, None]], axis=1).astype("<u8").tobytes()
+        anchored = codes.anchored.reshape(len(codes), -1, 8)
+        return np.concatenate([codes.scales, anchored, codes.dhash[:, None]], axis=1).astype("<u8").tobytes()
 
     @staticmethod
     def unpack(blob: bytes) -> ImageCodes:
-        raw = np.frombuffer(blob, "<u8").reshape(-1, len(SCALES) + 1, 8).astype(np.uint64)
-        return ImageCodes(raw[:, :-1], raw[:, -1], errors=[None] * len(raw))
+        k = len(SCALES)
+        raw = np.frombuffer(blob, "<u8").reshape(-1, k + len(ANCHORS) * (k - 1) + 1, 8).astype(np.uint64)
+        return ImageCodes(raw[:, :k], raw[:, -1], errors=[None] * len(raw),
+                          anchored=raw[:, k:-1].reshape(len(raw), len(ANCHORS), k - 1, 8))
 
     def new_index(self) -> ImageIndex:
-        return ImageIndex(HammingIndex(), HammingIndex())
+        return ImageIndex(HammingIndex(), HammingIndex(), HammingIndex())
 
     def index_from_parts(self, parts: dict[str, Any]) -> ImageIndex:
-        return ImageIndex(parts["full"], parts["centre"])
+        return ImageIndex(parts["full"], parts["centre"], parts["anchored"])
 
     def parts_of(self, index: ImageIndex) -> dict[str, Any]:
-        return {"full": index.full, "centre": index.centre}
+        return {"full": index.full, "centre": index.centre, "anchored": index.anchored}
 
     def index_add(self, index: ImageIndex, pks: np.ndarray, values: list[ImageCodes]) -> None:
         for pk, codes in zip(pks.tolist(), values):
             ids = entry_ids(pk, MAX_IMAGES, len(codes))
             index.full.add(ids, codes.scales[: len(ids), INDEXED[0], 0])
             index.centre.add(ids, codes.scales[: len(ids), INDEXED[1], 0])
+            index.anchored.add(entry_ids(pk, MAX_IMAGES * len(ANCHORS), len(ids) * len(ANCHORS)),
+                               codes.anchored[: len(ids), :, INDEXED_ANCHOR - 1, 0].reshape(-1))
 
     def index_remove(self, index: ImageIndex, pks: np.ndarray) -> None:
-        if not len(index.full) and not len(index.centre):
+        if not len(index.full) and not len(index.centre) and not len(index.anchored):
             return
         ids = entry_ids(pks, MAX_IMAGES)
         index.full.remove(ids)
         index.centre.remove(ids)
+        index.anchored.remove(entry_ids(pks, MAX_IMAGES * len(ANCHORS)))
 
     def search(self, index: ImageIndex, values: list[ImageCodes]) -> tuple[np.ndarray, np.ndarray]:
         """Items with a picture one of whose indexed codes is within the radius of any
@@ -241,15 +251,22 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
         rows, found = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
         # One search of every item's codes at once per indexed scale (a search a picture
         # paid the flat scan's setup a picture).
-        for scale, part in zip(INDEXED, (index.full, index.centre)):
-            near = [k for k in range(len(SCALES)) if abs(k - scale) <= SHIFT]
+        # The anchored chains' scale k is SCALES[k + 1]; an anchored alignment pairs one of
+        # a chain's codes with the other's whole (full) or innermost (anchored) code.
+        k = len(SCALES)
+        whole = [i - 1 for i in range(1, k) if i in ANCHOR_SHIFTS]
+        inner = [i - 1 for i in range(1, k) if INDEXED_ANCHOR - i in ANCHOR_SHIFTS]
+        for part, near, anchored, per in ((index.full, [i for i in range(k) if abs(i - INDEXED[0]) <= SHIFT], whole, 1),
+                                          (index.centre, [i for i in range(k) if abs(i - INDEXED[1]) <= SHIFT], [], 1),
+                                          (index.anchored, [], inner, len(ANCHORS))):
             if not values:
                 continue
-            queries = [codes.scales[:, near].reshape(-1) for codes in values]
+            queries = [np.concatenate([codes.scales[:, near].reshape(-1), codes.anchored[:, :, anchored].reshape(-1)])
+                       for codes in values]
             owner = np.repeat(np.arange(len(values), dtype=np.int64), [len(q) for q in queries])
             hits = part.search(np.concatenate(queries), radius)
             rows.append(owner[hits.query])
-            found.append(hits.ids // MAX_IMAGES)
+            found.append(hits.ids // (MAX_IMAGES * per))
         return distinct_pairs(np.concatenate(rows), np.concatenate(found))[:2]
 
     def similarity(self, a: list[ImageCodes], b: list[ImageCodes]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
