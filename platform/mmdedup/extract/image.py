@@ -113,7 +113,7 @@ ANCHOR_SHIFTS = (1, 2)  # |shift| of the anchored alignments (a 5% or 10% one-si
 # alignment counts only within ANCHOR_REACH bits (penalty included): a one-sided crop
 # lines up closely, while further out its many chances only add pairs of different
 # pictures to the weak tier.
-ANCHOR_PENALTY = 3.0
+ANCHOR_PENALTY = 4.0
 ANCHOR_REACH = 11.0
 INDEXED_ANCHOR = len(SCALES) - 1  # the innermost scale of each anchored chain is indexed
 # The whole pictures' codes alone also count, WHOLE_PENALTY bits added: a copy whose centre

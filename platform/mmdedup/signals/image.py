@@ -1,12 +1,14 @@
 """The `image` signal: perceptual hashes of an item's pictures.
 
 An item's signature holds, for each of its pictures, the pHash of each scale of its
-scale chain (the whole and four centre regions, `SCALES`) and the dHash, of all eight
-dihedral variants (384 bytes a picture), so a pair can be scored mirrored or rotated
-whichever side is the query. The Hamming indexes hold only the as-given codes of the
-`INDEXED` scales (the whole, "full", and the middle 80%, "centre"), one entry per picture
-with id pk * 64 + position; queries search with all eight variants of the scales that
-share an alignment with them, so a flipped or cropped copy is found from either side. A
+scale chain (the whole and four centre regions, `SCALES`), of the four smaller scales of
+each chain anchored at a corner or an edge (`ANCHORS`) and the dHash, of all eight
+dihedral variants, so a pair can be scored mirrored or rotated whichever side is the
+query. The Hamming indexes hold only the as-given codes of the `INDEXED` scales (the
+whole, "full", and the middle 80%, "centre"), one entry per picture with id pk * 64 +
+position, and of each anchored chain's 80% ("anchored", eight entries a picture); queries
+search with all eight variants of the codes that share an alignment with them, so a
+flipped or cropped copy is found from either side. A
 pair's raw similarity is the best `image_distance` over the two items' pictures (the mean
 of the closest pairs of codes along the best alignment of the two scale chains).
 
