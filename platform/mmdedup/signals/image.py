@@ -67,6 +67,12 @@ class ImageSettings(SignalSettings):
     # this many bits. A pair within the strong tier can have none within 12 from the later
     # picture's side (its alignment's indexed pair spoilt: a 12% crop), hence 16.
     radius: int = setting(16, Number(int, 0, 64))
+    # The radius of the searches an anchored chain takes part in: an anchored alignment
+    # counts only within ANCHOR_REACH bits, its penalty included (a mean of 7 bits), and
+    # the corners of low-detail pictures (flat backgrounds) are alike; searched at
+    # `radius`, they brought so many candidates that the cap on candidates an item cut
+    # the copies of flat graphics.
+    anchor_radius: int = setting(8, Number(int, 0, 64))
     LEGACY: ClassVar = {"image_calibration": "calibration", "image_radius": "radius"}
 
 
@@ -258,15 +264,16 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
         k = len(SCALES)
         whole = [i - 1 for i in range(1, k) if i in ANCHOR_SHIFTS]
         inner = [i - 1 for i in range(1, k) if INDEXED_ANCHOR - i in ANCHOR_SHIFTS]
-        for part, near, anchored, per in ((index.full, [i for i in range(k) if abs(i - INDEXED[0]) <= SHIFT], whole, 1),
+        for part, near, anchored, per in ((index.full, [i for i in range(k) if abs(i - INDEXED[0]) <= SHIFT], [], 1),
                                           (index.centre, [i for i in range(k) if abs(i - INDEXED[1]) <= SHIFT], [], 1),
+                                          (index.full, [], whole, 1),
                                           (index.anchored, [], inner, len(ANCHORS))):
             if not values:
                 continue
             queries = [np.concatenate([codes.scales[:, near].reshape(-1), codes.anchored[:, :, anchored].reshape(-1)])
                        for codes in values]
             owner = np.repeat(np.arange(len(values), dtype=np.int64), [len(q) for q in queries])
-            hits = part.search(np.concatenate(queries), radius)
+            hits = part.search(np.concatenate(queries), self.config.anchor_radius if anchored else radius)
             rows.append(owner[hits.query])
             found.append(hits.ids // (MAX_IMAGES * per))
         return distinct_pairs(np.concatenate(rows), np.concatenate(found))[:2]
