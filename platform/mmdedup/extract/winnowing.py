@@ -44,7 +44,13 @@ from .tokenbatch import TokenBatch
 K = 8  # tokens a k-gram
 W = 24  # k-grams a window: an anchor every 12.5 tokens on average, never more than W apart
 _MULT = np.uint64(0x9E3779B97F4A7C15)
-_NONE = np.iinfo(np.uint64).max
+
+
+def held_in(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per value: is it among `keys` (sorted)?"""
+    if not len(keys):
+        return np.zeros(len(values), bool)
+    return keys[np.minimum(np.searchsorted(keys, values), len(keys) - 1)] == values
 
 
 @dataclass(frozen=True)
@@ -73,8 +79,7 @@ class Anchors:
 
     def any_in(self, held: np.ndarray) -> np.ndarray:
         """Per text: does it hold any of these anchors (`held` sorted)?"""
-        at = np.minimum(np.searchsorted(held, self.hashes), max(len(held) - 1, 0))
-        hit = (held[at] == self.hashes) if len(held) else np.zeros(len(self.hashes), bool)
+        hit = held_in(held, self.hashes)
         return np.add.reduceat(np.concatenate((hit, [False])).astype(np.int64), self.offsets[:-1]) \
             .astype(bool) & (np.diff(self.offsets) > 0)
 
@@ -208,8 +213,8 @@ class Passages:
     """The anchors known to recur (`recurring`, sorted) and the rule that takes their
     passages out of a text (`min_run`, `min_left`): what every signing of a text applies
     (extract/text_sketches.py `TextSigner`), so that a text is signed alike wherever it
-    is signed (ingest, a refresh, a retrain, a query). The store's counts say which
-    anchors recur (signals/text.py keeps this up to date)."""
+    is signed (ingest, a refresh, a retrain, a query). `RecentAnchors` finds which
+    anchors recur; signals/text.py keeps this up to date and stores them."""
 
     min_run: int = 4
     min_left: float = 0.1
@@ -219,9 +224,7 @@ class Passages:
         self.recurring = np.union1d(self.recurring, np.asarray(hashes, np.uint64))
 
     def recurs(self, hashes: np.ndarray) -> np.ndarray:
-        at = np.searchsorted(self.recurring, hashes)
-        return (at < len(self.recurring)) & (self.recurring[np.minimum(at, len(self.recurring) - 1)] == hashes) \
-            if len(self.recurring) else np.zeros(len(hashes), bool)
+        return held_in(self.recurring, hashes)
 
     def strip(self, tokens: TokenBatch) -> TokenBatch:
         """`tokens` without each text's recurring passages (the batch itself where none

@@ -245,8 +245,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
     @property
     def passages(self) -> Passages:
         """The recurring passages every signer of this signal takes out: the anchors the
-        store counts in `passage_min_texts` texts, read once, then kept up to date by
-        this process's ingests (`prepare`)."""
+        store holds as found in `passage_min_texts` texts, read once, then kept up to date
+        by this process's ingests (`prepare`)."""
         if self._passages is None:
             s = self.config
             with self.sessions() as session:
