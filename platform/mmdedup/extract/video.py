@@ -97,7 +97,9 @@ PRUNE_BITS = 4  # within this of the last kept frame: near-identical, never kept
 MIN_DISTINCT = 3  # ordered matches across this many distinct frames make a full score
 
 EDGE_STEP = 10.0  # a grey step (0-255, across two working pixels) this large is an edge
-INSET_STILL = 0.8  # a step in this share of the moving frames is a still edge
+INSET_STILL = 0.7  # a step in this share of the moving frames is a still edge...
+INSET_RISE = 0.2  # ...when that share is this much over the share INSET_INSIDE pixels inside
+INSET_INSIDE = (3, 4)  # (into the inset; a coarse texture has steps in most frames too)
 INSET_LINE = 0.3  # a column (row) still-edged over this share of the frame is a candidate side
 INSET_COVER = 0.6  # a side of an inset is edged over this share of its length...
 INSET_MIN = 0.4  # ...and an inset spans this share of the frame's width and height at least
@@ -120,10 +122,11 @@ MAX_FRAMES = 1000  # kept frames; past this the signature stops (marked partial)
 MAX_PIXELS = 8192 * 4320  # one frame (8K); larger is refused before decoding
 
 VIDEO_VERSION_BASE = (
-    f"video3-phash{HASH_SIZE * HASH_SIZE}-lanczos{THUMB}-work{WORK_MIN}"
+    f"video4-phash{HASH_SIZE * HASH_SIZE}-lanczos{THUMB}-work{WORK_MIN}"
     f"-bar{BAR_STD:g}-blank{BLANK_STD:g}-drift{DRIFT_BITS}-gap{MIN_GAP:g}"
     f"-cut{CUT_BITS}-prune{PRUNE_BITS}"
     f"-inset{EDGE_STEP:g}x{INSET_STILL:g}x{INSET_LINE:g}x{INSET_COVER:g}x{INSET_MIN:g}"
+    f"-rise{INSET_RISE:g}@{INSET_INSIDE[0]}+{INSET_INSIDE[1]}"
     f"-smooth{SMOOTH:g}-moving{MIN_MOVING}-centre{CENTRE:g}+{CENTRE2:g}"
     f"-anchored{CORNER:g}x{len(ANCHORS)}"
 )
@@ -410,6 +413,24 @@ def _lines(edged: np.ndarray, axis: int) -> list[int]:
     return (idx[np.argsort(-share[idx], kind="stable")[:4]] + 1).tolist()
 
 
+def _inside(share: np.ndarray, axis: int, step: int) -> np.ndarray:
+    """The mean step share INSET_INSIDE pixels from each pixel along `axis`, towards higher
+    indices (step 1) or lower ones (step -1): what the picture inside a side at that pixel
+    shows of its own. +inf where there is no room (no side can be there)."""
+    n = share.shape[axis]
+    total, count = np.zeros(share.shape), np.zeros(share.shape)
+    for d in INSET_INSIDE:
+        if d >= n:
+            continue
+        src = [slice(None)] * share.ndim
+        dst = [slice(None)] * share.ndim
+        src[axis], dst[axis] = (slice(d, None), slice(0, n - d)) if step > 0 else (slice(0, n - d), slice(d, None))
+        total[tuple(dst)] += share[tuple(src)]
+        count[tuple(dst)] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(count > 0, total / np.maximum(count, 1), np.inf)
+
+
 def _inset_box(steps_x: np.ndarray, steps_y: np.ndarray) -> tuple[int, int, int, int] | None:
     """The box of a picture set inside the frame, found by its straight, still edges, or
     None.
@@ -419,38 +440,50 @@ def _inset_box(steps_x: np.ndarray, steps_y: np.ndarray) -> tuple[int, int, int,
     What they share is a straight step along the inset's sides that stays put while the
     picture moves. `steps_x` (h x w-2) is the share of moving frames in which the grey
     level jumps by EDGE_STEP or more between working pixels c-1 and c+1 (`steps_y` the
-    same down the rows); a pixel where that held in INSET_STILL of them is a still edge.
-    Content edges move with the picture; the inset's sides do not. A side is a column
-    (row) still-edged over INSET_COVER of the inset's height (width); the sides must
-    enclose INSET_MIN of the frame each way, and at least two must be such lines (the
-    others may be the frame's edges): a pillarbox has two, a picture in picture four, or
-    two or three when it touches the frame's edges.
+    same down the rows). A pixel is a still edge for a side when that held in INSET_STILL
+    of them and in INSET_RISE more of them than INSET_INSIDE pixels further into the
+    inset: content edges move with the picture, the inset's sides do not; and a coarse
+    texture behind a picture in picture (gravel, foliage on a slow pan) has a step in
+    most frames at most pixels, so its rows and columns would pass for sides without the
+    rise, and the picture's true side, whose contrast with that texture fails in some
+    frames, would not stand out. Each side looks inwards, so the four are found apart
+    (left, right, top, bottom). A side is a column (row) still-edged over INSET_COVER of
+    the inset's height (width); the sides must enclose INSET_MIN of the frame each way,
+    and at least two must be such lines (the others may be the frame's edges): a
+    pillarbox has two, a picture in picture four, or two or three when it touches the
+    frame's edges (there the frame's edge is the side; no step is asked of it).
     """
-    ex, ey = steps_x >= INSET_STILL, steps_y >= INSET_STILL
-    h, w = ey.shape[0] + 2, ex.shape[1] + 2
+    h, w = steps_y.shape[0] + 2, steps_x.shape[1] + 2
     if min(h, w) < 3 * MIN_CONTENT:
         return None
-    cols, rows = _lines(ex, 0), _lines(ey, 1)
-    if len(cols) + len(rows) < 2:
+    still_x, still_y = steps_x >= INSET_STILL, steps_y >= INSET_STILL
+    # Sides by where their inside is: left (inside to the right), right, top, bottom.
+    e_left = still_x & (steps_x - _inside(steps_x, 1, 1) >= INSET_RISE)
+    e_right = still_x & (steps_x - _inside(steps_x, 1, -1) >= INSET_RISE)
+    e_top = still_y & (steps_y - _inside(steps_y, 0, 1) >= INSET_RISE)
+    e_bottom = still_y & (steps_y - _inside(steps_y, 0, -1) >= INSET_RISE)
+    lefts, rights = _lines(e_left, 0), _lines(e_right, 0)
+    tops, bottoms = _lines(e_top, 1), _lines(e_bottom, 1)
+    if len(lefts) + len(rights) + len(tops) + len(bottoms) < 2:
         return None
     best, best_key = None, (1, 0.0)
-    for t in [0] + rows:
-        for b in [h] + rows:
+    for t in [0] + tops:
+        for b in [h] + bottoms:
             if b - t < INSET_MIN * h:
                 continue
-            for lft in [0] + cols:
-                for r in [w] + cols:
+            for lft in [0] + lefts:
+                for r in [w] + rights:
                     if r - lft < INSET_MIN * w:
                         continue
                     cover = []
                     if lft:
-                        cover.append(ex[t:b, lft - 1].mean())
+                        cover.append(e_left[t:b, lft - 1].mean())
                     if r < w:
-                        cover.append(ex[t:b, r - 1].mean())
+                        cover.append(e_right[t:b, r - 1].mean())
                     if t:
-                        cover.append(ey[t - 1, lft:r].mean())
+                        cover.append(e_top[t - 1, lft:r].mean())
                     if b < h:
-                        cover.append(ey[b - 1, lft:r].mean())
+                        cover.append(e_bottom[b - 1, lft:r].mean())
                     if len(cover) < 2 or min(cover) < INSET_COVER:
                         continue
                     key = (len(cover), float(min(cover)))
