@@ -214,6 +214,38 @@ def test_letterboxed_and_pillarboxed_copies(sig_a, frames_a):
     assert video_similarity(sig_a, video_frames(encode([pillar(f) for f in frames_a]), **LIMITS), RADIUS) >= DUPLICATE
 
 
+def test_picture_in_picture_over_a_coarse_texture_is_found_at_its_size():
+    """A picture in picture touching the frame's right edge, over a coarse texture on a slow
+    horizontal pan (gravel), as the inset search sees it: the share of moving frames with
+    a step at each working pixel (modelled on scripts/bench/video_edits.py seed 3, clip 5,
+    where the inset was found 72 working pixels tall for 58). The texture has a step in
+    most frames nearly everywhere and the pan keeps its rows still; the picture's own sides
+    meet greys like theirs in some frames. The inset is the picture, at its size, its
+    right side the frame's edge; not a box of the texture's rows."""
+    rng = np.random.default_rng(0)
+    h, w = 90, 120
+    t, lft, b = 18, 42, 76  # the picture: rows 18..75, columns 42..119
+    steps_x = rng.uniform(0.55, 0.85, (h, w - 2))  # step between pixels c and c+2 (centre c+1)
+    steps_y = rng.uniform(0.55, 0.85, (h - 2, w))
+    for row in (5, 11, 83):  # rows of the texture the horizontal pan keeps still
+        steps_y[row - 1] = rng.uniform(0.8, 0.95, w)
+    steps_x[t:b, lft:] = rng.uniform(0.1, 0.35, (b - t, w - 2 - lft))  # the picture's moving content
+    steps_y[t:b - 2, lft:] = rng.uniform(0.1, 0.35, (b - 2 - t, w - lft))
+
+    def side(n):  # a step in most frames; in a few, the picture meets the texture's greys
+        return np.where(rng.random(n) < 0.55, rng.uniform(0.85, 1.0, n), rng.uniform(0.72, 0.79, n))
+    steps_x[t:b, lft - 1] = side(b - t)
+    steps_y[t - 1, lft:] = side(w - lft)
+    steps_y[b - 1, lft:] = side(w - lft)
+    texture = np.ones((h - 2, w - 2))  # no smooth bars
+    # The side at a step blends both: the inset starts a pixel in, and ends at the frame's edge.
+    assert V._inset_of(steps_x, steps_y, texture) == (t + 1, lft + 1, b, w)
+    # The texture alone, with its still rows, is no picture in picture.
+    steps_x[t:b, lft - 1:] = rng.uniform(0.55, 0.85, (b - t, w - 1 - lft))
+    steps_y[t - 1:b, lft:] = rng.uniform(0.55, 0.85, (b - t + 1, w - lft))
+    assert V._inset_of(steps_x, steps_y, texture) is None
+
+
 # --------------------------------------------------------------------------------------
 # Non-copies do not
 # --------------------------------------------------------------------------------------
