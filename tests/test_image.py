@@ -210,6 +210,22 @@ def test_batch_goes_on_past_bad_images():
     assert (dist[1] == 64).all() and (dist[:, 2] == 64).all()  # a failed image is near nothing
 
 
+
+def test_a_large_batch_is_hashed_in_chunks_with_the_same_codes():
+    """A batch longer than HASH_CHUNK (its pictures' thumbnails hashed a chunk at a time, so
+    a large batch fits in memory) gives each picture the codes it gets alone, bad ones
+    included wherever they fall."""
+    pics = [encode(photo(name, 96)) for name in ("astronaut", "camera", "coffee")]
+    batch = [b"" if i % 17 == 5 else pics[i % 3] for i in range(mi.HASH_CHUNK * 2 + 7)]
+    got = mi.image_codes(batch, MAX_PIXELS)
+    alone = mi.image_codes(pics, MAX_PIXELS)
+    for i, data in enumerate(batch):
+        if not data:
+            assert not got.ok[i] and not got.scales[i].any()
+            continue
+        assert (got.scales[i] == alone.scales[i % 3]).all()
+        assert (got.anchored[i] == alone.anchored[i % 3]).all() and got.dhash[i, 0] == alone.dhash[i % 3, 0]
+
 # --- borders --------------------------------------------------------------------------
 
 
@@ -360,6 +376,28 @@ def test_one_sided_crop_pairs_both_ways(name, cut):
         signal.index_add(index, np.array([7]), [got.take([stored])])
         rows, found = signal.search(index, [got.take([query])])
         assert found.tolist() == [7]
+
+
+@pytest.mark.parametrize("name,cut,mirror", [
+    ("chelsea", (0.03, 0.10, 0.09, 0.02), False), ("clock", (0.045, 0.0, 0.075, 0.12), False),
+    ("moon", (0.035, 0.015, 0.085, 0.105), False), ("clock", (0.045, 0.0, 0.075, 0.12), True),
+])
+def test_crop_cut_unevenly_pairs_strong(name, cut, mirror):
+    """A 12% crop whose cut is split unevenly between the sides (3% off the left, 9% off
+    the right) lines up with neither the centre chain nor a corner's: the chains placed
+    between them (`PLACES`) do, whichever picture is stored first, as posted or mirrored."""
+    pic = photo(name, 400)
+    w, h = pic.size
+    cropped = pic.crop((int(w * cut[0]), int(h * cut[1]), w - int(w * cut[2]), h - int(h * cut[3])))
+    if mirror:
+        cropped = cropped.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    got = codes(encode(pic), encode(cropped, "JPEG", quality=85))
+    centre = mi._chain_distance(got.scales[1:], got.scales[:1, :, 0])[0, 0]
+    corners = mi._anchored_distance(got.scales[1:, 0], got.anchored[1:], got.scales[:1, 0, 0],
+                                    got.anchored[:1, :, :, 0], mi.INDEXED_ANCHORS)[0, 0]
+    assert not strong(min(centre, corners))  # neither the centre nor a corner lines up ...
+    for stored, query in ((0, 1), (1, 0)):  # ... the places between them do, both ways
+        assert strong(mi.image_distance(got.take([query]), got.take([stored]))[0, 0])
 
 
 @pytest.mark.parametrize("name,edit_name,seed", [

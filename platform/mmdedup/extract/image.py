@@ -98,15 +98,32 @@ SCALES = (1.0, 0.95, 0.9, 0.85, 0.8)
 SHIFT = 2
 BEST_OF = 3
 INDEXED = (0, len(SCALES) - 1)  # the whole and the innermost (least spoilt by edges)
-# Anchored chains: a crop taken from one side or one corner (a caption bar cut off the
-# bottom, 10% off the left and the bottom) keeps an edge of the picture where the centre
-# chain assumes the middle stays; each picture also carries chains anchored at its four
-# corners (both sides shrunk towards the corner) and its four edges (one side shrunk
-# towards that edge), at the same SCALES but the whole. Region of an anchor: (columns,
-# rows), each "low" (kept from the left or top), "high" (from the right or bottom) or
-# "full". A chain is compared only with the other picture's chain of the same anchor.
-ANCHORS = (("low", "low"), ("high", "low"), ("low", "high"), ("high", "high"),
-           ("full", "low"), ("full", "high"), ("low", "full"), ("high", "full"))
+# Anchored chains: a crop's cut is split between the two sides of each axis in any share
+# (a caption bar cut off the bottom, 10% off the left and the bottom, 3% off the left and
+# 9% off the right), where the centre chain assumes the middle stays. The part of a copy
+# cut at a share p (of the cut) from the left keeps the same share p of the room beside
+# every smaller part of it: the copy's region of size s at place p is the original's of
+# size 0.88 s at place p, so chains placed at the same p line up one or two scales along
+# whatever the cut. Each picture also carries chains at PLACES of each axis (0: kept from
+# the left or top, 1: from the right or bottom, "full": that axis not shrunk), at the same
+# SCALES but the whole: a grid a quarter of the room apart each way (the centre, place
+# (0.5, 0.5), is the centre chain itself), and the four edges (one axis shrunk towards
+# that edge). Region of an anchor: (columns, rows). A chain is compared only with the
+# other picture's chain of the same anchor.
+PLACES = (0.0, 0.25, 0.5, 0.75, 1.0)
+ANCHORS = tuple((c, r) for r in PLACES for c in PLACES if (c, r) != (0.5, 0.5)) + (
+    ("full", 0.0), ("full", 1.0), (0.0, "full"), (1.0, "full"))
+# The anchors whose innermost code the index holds (the corners and the edges): a crop
+# cut elsewhere in between is found by the centre codes' wider search.
+INDEXED_ANCHORS = tuple(a for a, (c, r) in enumerate(ANCHORS)
+                        if c in ("full", 0.0, 1.0) and r in ("full", 0.0, 1.0))
+# The variants (DIHEDRAL columns) in which a chain placed between the corners and edges is
+# compared: the picture as posted and mirrored. Those twenty chains in all eight variants
+# are four times the corners' and edges' chances for two different pictures to line up
+# by accident (the calibration's different tiles at strong doubled), and a copy both
+# turned sideways and cropped off-centre is rare; a turned one is still paired by its
+# centre chain and its corners.
+BETWEEN_VARIANTS = (0, 1)
 ANCHOR_SHIFTS = (1, 2)  # |shift| of the anchored alignments (a 5% or 10% one-sided crop)
 # Bits added to an anchored alignment's mean: its eight chains are more chances for two
 # low-detail pictures to agree by accident than the one centre chain. And an anchored
@@ -115,13 +132,14 @@ ANCHOR_SHIFTS = (1, 2)  # |shift| of the anchored alignments (a 5% or 10% one-si
 # pictures to the weak tier.
 ANCHOR_PENALTY = 4.0
 ANCHOR_REACH = 11.0
-INDEXED_ANCHOR = len(SCALES) - 1  # the innermost scale of each anchored chain is indexed
+INDEXED_ANCHOR = len(SCALES) - 1  # the innermost scale of an INDEXED_ANCHORS chain is indexed
 # The whole pictures' codes alone also count, WHOLE_PENALTY bits added: a copy whose centre
 # moved more than its whole (a small picture rotated about a subject in its middle) is
 # still near by its whole; one pair of codes is weaker evidence than an alignment's three.
 WHOLE_PENALTY = 4
 
 HASH_SIZE = 8  # 8x8 bits = 64
+HASH_CHUNK = 64  # pictures whose thumbnails are hashed at once (see codes_of)
 PHASH_SIDE = HASH_SIZE * 4  # imagehash's highfreq_factor=4: a 32x32 thumbnail
 
 # The eight symmetries of the square, in the order of the columns of ImageCodes' arrays,
@@ -139,10 +157,10 @@ PIL_DIHEDRAL = (
 )
 
 IMAGE_VERSION = (
-    f"img4-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
+    f"img5-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
     f"-scales{'/'.join(f'{f:g}' for f in SCALES)}-shift{SHIFT}-best{BEST_OF}-whole{WHOLE_PENALTY}"
     f"-trim{TRIM_TOLERANCE}/{TRIM_SHARE:g}+{TRIM_FRINGE}@{TRIM_FRINGE_TOLERANCE}/{TRIM_FRINGE_SHARE:g}"
-    f"x{TRIM_PASSES}-anchors{len(ANCHORS)}@{'/'.join(map(str, ANCHOR_SHIFTS))}+{ANCHOR_PENALTY:g}<{ANCHOR_REACH:g}"
+    f"x{TRIM_PASSES}-anchors{len(PLACES)}x{len(PLACES)}+4v{len(BETWEEN_VARIANTS)}@{'/'.join(map(str, ANCHOR_SHIFTS))}+{ANCHOR_PENALTY:g}<{ANCHOR_REACH:g}"
     f"-short{WORK_SIDE}-lanczosmat-d8query"
 )
 
@@ -356,28 +374,39 @@ def _middle(n: int, fraction: float) -> tuple[int, int, int]:
     return (n - m) // 2, (n - m) // 2 + m, m
 
 
-def _span(n: int, fraction: float, kind: str) -> tuple[int, int, int]:
-    """(start, end, length) of `fraction` of n pixels kept from the start ("low"), the end
-    ("high") or the whole ("full")."""
+def _span(n: int, fraction: float, kind: float | str) -> tuple[int, int, int]:
+    """(start, end, length) of `fraction` of n pixels at place `kind` (0: kept from the
+    start, 1: from the end, 0.5: the middle, as `_middle`; the share of the room left
+    before it), or the whole ("full")."""
     if kind == "full":
         return 0, n, n
+    if kind == 0.5:
+        return _middle(n, fraction)
     m = max(1, round(n * fraction))
-    return (0, m, m) if kind == "low" else (n - m, n, m)
+    start = round(kind * (n - m))
+    return start, start + m, m
 
 
 def _anchor_moves() -> np.ndarray:
     """int (8, len(ANCHORS)): the anchor that anchor a of a picture becomes in its dihedral
-    variant v (DIHEDRAL order), found by putting the anchor's cell of a 3x3 grid through
-    `_dihedral` itself, so the two cannot disagree."""
-    cell = {"low": 0, "full": 1, "high": 2}
-    where = {(cell[r], cell[c]): a for a, (c, r) in enumerate(ANCHORS)}
+    variant v (DIHEDRAL order), found by putting the anchor's cells of a grid (one cell a
+    place, every cell of a "full" axis) through `_dihedral` itself, so the two cannot
+    disagree."""
+    n = len(PLACES)
+
+    def cells(kind: float | str) -> list[int]:
+        return list(range(n)) if kind == "full" else [PLACES.index(kind)]
+
+    def kind(used: np.ndarray) -> float | str:
+        return "full" if used.all() else PLACES[int(np.argmax(used))]
+
+    where = {a: i for i, a in enumerate(ANCHORS)}
     moves = np.zeros((8, len(ANCHORS)), np.int64)
     for a, (c, r) in enumerate(ANCHORS):
-        grid = np.zeros((1, 3, 3))
-        grid[0, cell[r], cell[c]] = 1
+        grid = np.zeros((1, n, n))
+        grid[0][np.ix_(cells(r), cells(c))] = 1
         for v, g in enumerate(_dihedral(grid, grid.transpose(0, 2, 1))[0]):
-            row, col = np.argwhere(g)[0]
-            moves[v, a] = where[(int(row), int(col))]
+            moves[v, a] = where[(kind(g.any(axis=0)), kind(g.any(axis=1)))]
     return moves
 
 
@@ -437,20 +466,25 @@ def _dct_rows(n: int, k: int) -> np.ndarray:
 _D8 = _dct_rows(PHASH_SIDE, HASH_SIZE)
 
 
-def _phash_bits(thumbs: np.ndarray) -> np.ndarray:
-    """pHash bits of (..., 32, 32) grey thumbnails, as imagehash.phash computes them."""
-    low = _D8 @ thumbs @ _D8.T
-    med = np.median(low.reshape(*low.shape[:-2], -1), axis=-1)
-    return low > med[..., None, None]
-
-
 def _grey_thumb(grey: Image.Image, size: tuple[int, int]) -> np.ndarray:
     return np.asarray(grey.resize(size, Image.Resampling.LANCZOS))
 
 
+# A flip of a thumbnail negates the odd frequencies of its DCT along that axis, and a
+# transpose transposes the low block: the eight variants' pHashes come from one DCT of each
+# thumbnail, in _dihedral's order, instead of a DCT of each of eight flipped copies.
+_ODD = (-1.0) ** np.arange(HASH_SIZE)
+
+
 def _phash_of_thumbs(p: np.ndarray) -> np.ndarray:
     """uint64 (n, 8): pHash of (n, 32, 32) thumbnails under the eight symmetries."""
-    return _pack_bits(_phash_bits(_dihedral(p, p.transpose(0, 2, 1))))
+    low = _D8 @ p @ _D8.T
+    lt = low.transpose(0, 2, 1)
+    rows, cols = _ODD[:, None], _ODD[None, :]
+    variants = np.stack([low, low * cols, low * rows, low * rows * cols,
+                         lt, lt * rows, lt * cols, lt * rows * cols], axis=1)
+    med = np.median(variants.reshape(*variants.shape[:-2], -1), axis=-1)
+    return _pack_bits(variants > med[..., None, None])
 
 
 def _dhash_of_thumbs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -525,30 +559,44 @@ def _product(a: np.ndarray, m: np.ndarray) -> np.ndarray:
     return out[:n]
 
 
+# The places other than the middle, each with a block of horizontal weights a scale
+# (the middle's are the centre chain's).
+_SIDE_PLACES = tuple(p for p in PLACES if p != 0.5)
+_BLOCKS = len(SCALES) + len(_SIDE_PLACES) * (len(SCALES) - 1)
+# the anchors by the place of their rows (ANCHORS' order): each group's vertical passes
+_BY_ROWS = {r: tuple(a for a, (_, rr) in enumerate(ANCHORS) if rr == r)
+            for r in dict.fromkeys(r for _, r in ANCHORS)}
+
+
 @lru_cache(maxsize=64)
 def _columns(w: int) -> np.ndarray:
-    """float32 (w, 32 * (3 * len(SCALES) - 2) + 17): the horizontal Lanczos weights of every
-    thumbnail of a picture `w` wide (see _thumbnails), side by side."""
+    """float32 (w, 32 * _BLOCKS + 17): the horizontal Lanczos weights of every thumbnail of
+    a picture `w` wide (see _thumbnails), side by side: the centres, then the scales but
+    the whole at each of _SIDE_PLACES, then dHash's two."""
     side, n = PHASH_SIDE, HASH_SIZE
-    k = len(SCALES) * 3 - 2  # the centres, then the kept-from-the-left, then from the right
-    cols = np.zeros((w, k * side + 2 * n + 1), np.float32)
+    cols = np.zeros((w, _BLOCKS * side + 2 * n + 1), np.float32)
     for i, f in enumerate(SCALES):
         lo, hi, m = _middle(w, f)
         cols[lo:hi, i * side:(i + 1) * side] = _lanczos(side, m).T
-    for j, (kind, f) in enumerate((kind, f) for kind in ("low", "high") for f in SCALES[1:]):
-        lo, hi, m = _span(w, f, kind)
-        i = len(SCALES) + j
-        cols[lo:hi, i * side:(i + 1) * side] = _lanczos(side, m).T
+    for place in _SIDE_PLACES:
+        for i, f in enumerate(SCALES[1:], start=1):
+            lo, hi, m = _span(w, f, place)
+            b = _column_block(place, i)
+            cols[lo:hi, b * side:(b + 1) * side] = _lanczos(side, m).T
+    k = _BLOCKS
     cols[:, k * side:k * side + n + 1] = _lanczos(n + 1, w).T
     cols[:, k * side + n + 1:] = _lanczos(n, w).T
     return cols
 
 
-def _column_block(kind: str, i: int) -> int:
-    """Which block of 32 columns of `_columns` holds scale SCALES[i] (i >= 1) of `kind`."""
+def _column_block(kind: float | str, i: int) -> int:
+    """Which block of 32 columns of `_columns` holds scale SCALES[i] (i >= 1) at place
+    `kind` (the whole, for "full")."""
     if kind == "full":
         return 0
-    return len(SCALES) + (0 if kind == "low" else len(SCALES) - 1) + i - 1
+    if kind == 0.5:
+        return i
+    return len(SCALES) + _SIDE_PLACES.index(kind) * (len(SCALES) - 1) + i - 1
 
 
 def _to_levels(t: np.ndarray) -> np.ndarray:
@@ -571,18 +619,21 @@ def _thumbnails(grey: np.ndarray, box: tuple[int, int, int, int]
     left, top, right, bottom = box
     g = grey[top:bottom, left:right]
     h, w = g.shape
-    side, n, k = PHASH_SIDE, HASH_SIZE, len(SCALES) * 3 - 2
+    side, n, k = PHASH_SIDE, HASH_SIZE, _BLOCKS
     across = _to_levels(_product(g, _columns(w)))
     scales = []
     for i, f in enumerate(SCALES):
         lo, hi, m = _middle(h, f)
         scales.append(_to_levels(_product(_lanczos(side, m), across[lo:hi, i * side:(i + 1) * side])))
     anchored = np.empty((len(ANCHORS), len(SCALES) - 1, side, side), np.float32)
-    for a, (cols, rows) in enumerate(ANCHORS):
+    # one vertical pass for all the anchors whose rows are the same, their columns side by side
+    for rows, anchors in _BY_ROWS.items():
         for i, f in enumerate(SCALES[1:], start=1):
             lo, hi, m = _span(h, f, rows)
-            b = _column_block(cols, i)
-            anchored[a, i - 1] = _to_levels(_product(_lanczos(side, m), across[lo:hi, b * side:(b + 1) * side]))
+            cols = np.concatenate([np.arange(b * side, (b + 1) * side)
+                                   for b in (_column_block(ANCHORS[a][0], i) for a in anchors)])
+            out = _to_levels(_product(_lanczos(side, m), across[lo:hi, cols]))
+            anchored[list(anchors), i - 1] = out.reshape(side, len(anchors), side).transpose(1, 0, 2)
     wide = _product(_lanczos(n, h), across[:, k * side:k * side + n + 1])
     tall = _product(_lanczos(n + 1, h), across[:, k * side + n + 1:])
     return np.stack(scales), anchored, _to_levels(wide), _to_levels(tall)
@@ -596,9 +647,9 @@ class ImageCodes:
     of the trimmed picture (k = 0: the whole); `dhash` uint64 (n, 8). The last axis: column
     0 is the code of the picture as given, the one the store indexes; columns 1..7 the same
     code of its mirrored and rotated variants (DIHEDRAL order), which only queries use.
-    `anchored` uint64 (n, len(ANCHORS), len(SCALES) - 1, 8): the chains anchored at the
-    corners and edges (`ANCHORS`), scales SCALES[1:], column v the code of the region
-    anchored at ANCHORS[a] in the picture as given, seen in variant v. Rows whose image failed carry zeros and their `ImageError` in `errors`; `ok` masks
+    `anchored` uint64 (n, len(ANCHORS), len(SCALES) - 1, 8): the chains placed at the
+    corners, the edges and between (`ANCHORS`), scales SCALES[1:], column v the code of
+    the region placed at ANCHORS[a] in the picture as given, seen in variant v. Rows whose image failed carry zeros and their `ImageError` in `errors`; `ok` masks
     them out.
     """
 
@@ -639,24 +690,28 @@ def codes_of(images: Sequence[Image.Image | None],
     n = len(images)
     errors = list(errors) if errors is not None else [None] * n
     good = [i for i, im in enumerate(images) if im is not None and errors[i] is None]
-    thumbs = []
-    for i in good:
-        try:
-            small = work_size(images[i])
-            grey = np.asarray(small if small.mode == "L" else small.convert("L"))
-            thumbs.append(_thumbnails(grey, _border_box(grey.astype(np.int16))))
-        except Exception as exc:  # noqa: BLE001 - a decoded picture can still fail lazily
-            errors[i] = ImageError("corrupt_image", f"{type(exc).__name__}: {exc}")
-    good = [i for i in good if errors[i] is None]
     scales = np.zeros((n, len(SCALES), 8), np.uint64)
     anchored = np.zeros((n, len(ANCHORS), len(SCALES) - 1, 8), np.uint64)
     dhash = np.zeros((n, 8), np.uint64)
-    if good:
+    # HASH_CHUNK pictures at a time: the eight variants of a picture's thumbnails are
+    # about 7 MB of float64, so a large batch at once would not fit in memory
+    for start in range(0, len(good), HASH_CHUNK):
+        rows, thumbs = [], []
+        for i in good[start:start + HASH_CHUNK]:
+            try:
+                small = work_size(images[i])
+                grey = np.asarray(small if small.mode == "L" else small.convert("L"))
+                thumbs.append(_thumbnails(grey, _border_box(grey.astype(np.int16))))
+                rows.append(i)
+            except Exception as exc:  # noqa: BLE001 - a decoded picture can still fail lazily
+                errors[i] = ImageError("corrupt_image", f"{type(exc).__name__}: {exc}")
+        if not rows:
+            continue
         sc, an, wide, tall = (np.stack(t).astype(np.float64) for t in zip(*thumbs))
-        scales[good] = _phash_of_thumbs(sc.reshape(-1, PHASH_SIDE, PHASH_SIDE)).reshape(len(good), len(SCALES), 8)
-        anchored[good] = _phash_of_thumbs(an.reshape(-1, PHASH_SIDE, PHASH_SIDE)).reshape(
-            len(good), len(ANCHORS), len(SCALES) - 1, 8)
-        dhash[good] = _dhash_of_thumbs(wide, tall)
+        scales[rows] = _phash_of_thumbs(sc.reshape(-1, PHASH_SIDE, PHASH_SIDE)).reshape(len(rows), len(SCALES), 8)
+        anchored[rows] = _phash_of_thumbs(an.reshape(-1, PHASH_SIDE, PHASH_SIDE)).reshape(
+            len(rows), len(ANCHORS), len(SCALES) - 1, 8)
+        dhash[rows] = _dhash_of_thumbs(wide, tall)
     return ImageCodes(scales, dhash, errors=errors, anchored=anchored)
 
 
@@ -713,18 +768,20 @@ def _chain_distance(query: np.ndarray, stored: np.ndarray) -> np.ndarray:
 
 
 def _anchored_distance(qwhole: np.ndarray, qanch: np.ndarray, swhole: np.ndarray,
-                       sanch: np.ndarray) -> np.ndarray:
+                       sanch: np.ndarray, anchors: Sequence[int] = range(len(ANCHORS))) -> np.ndarray:
     """float (nq, ns): the best anchored alignment (`ANCHOR_SHIFTS`) of query chains
     (whole (nq, 8), anchored (nq, A, K - 1, 8)) against stored ones as given (whole (ns,),
-    anchored (ns, A, K - 1)), plus ANCHOR_PENALTY; 64 past ANCHOR_REACH or where either
-    side has none."""
+    anchored (ns, A, K - 1)), over the chains of `anchors` (all), plus ANCHOR_PENALTY; 64
+    past ANCHOR_REACH or where either side has none."""
     nq, ns = len(qwhole), len(swhole)
     dist = np.full((nq, ns), np.inf)
     variants = np.arange(8)
-    for b in range(len(ANCHORS)):
+    for b in anchors:
         # the query's chain at anchor b of each of its variants: (nq, K, 8)
         q = np.concatenate([qwhole[:, None, :], qanch[:, _FROM[:, b], :, variants].transpose(1, 2, 0)], axis=1)
         s = np.concatenate([swhole[:, None], sanch[:, b]], axis=1)  # (ns, K)
+        if b not in INDEXED_ANCHORS:
+            q = q[:, :, list(BETWEEN_VARIANTS)]
         h = hamming(q[:, None, :, None, :], s[None, :, None, :, None])
         for qi, si in _ANCHOR_ALIGNED:
             pairs = np.sort(h[:, :, qi, si, :], axis=2)[:, :, :BEST_OF]
@@ -745,8 +802,8 @@ def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True
     mean of the BEST_OF closest pairs of codes of that alignment: a crop lines up one
     or two scales along, a rotation's corners or a corner logo spoil the outer scales of
     the alignment, which the best three leave out; or the whole pictures' codes alone plus
-    WHOLE_PENALTY, if smaller; or the same along the chains anchored at a corner or an
-    edge (`ANCHORS`: a crop from one side), ANCHOR_PENALTY added, up to ANCHOR_REACH.
+    WHOLE_PENALTY, if smaller; or the same along the chains placed at a corner, an edge or
+    between (`ANCHORS`: a crop cut unevenly), ANCHOR_PENALTY added, up to ANCHOR_REACH.
     Without `centre`, the whole pictures' codes alone (the
     smallest over the variants, no penalty). Rows or columns of failed images are 64.
     Only the stored pictures' column 0 is read: the store keeps nothing else."""

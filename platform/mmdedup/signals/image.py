@@ -2,11 +2,12 @@
 
 An item's signature holds, for each of its pictures, the pHash of each scale of its
 scale chain (the whole and four centre regions, `SCALES`), of the four smaller scales of
-each chain anchored at a corner or an edge (`ANCHORS`) and the dHash, of all eight
+each chain placed at a corner, an edge or between (`ANCHORS`) and the dHash, of all eight
 dihedral variants, so a pair can be scored mirrored or rotated whichever side is the
 query. The Hamming indexes hold only the as-given codes of the `INDEXED` scales (the
 whole, "full", and the middle 80%, "centre"), one entry per picture with id pk * 64 +
-position, and of each anchored chain's 80% ("anchored", eight entries a picture); queries
+position, and of the 80% of each chain anchored at a corner or an edge (`INDEXED_ANCHORS`:
+"anchored", eight entries a picture); queries
 search with all eight variants of the codes that share an alignment with them, so a
 flipped or cropped copy is found from either side. A
 pair's raw similarity is the best `image_distance` over the two items' pictures (the mean
@@ -28,7 +29,7 @@ import numpy as np
 from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
-from ..extract.image import (ANCHOR_SHIFTS, ANCHORS, INDEXED, INDEXED_ANCHOR, IMAGE_VERSION, SCALES, SHIFT,
+from ..extract.image import (ANCHOR_SHIFTS, ANCHORS, INDEXED, INDEXED_ANCHOR, INDEXED_ANCHORS, IMAGE_VERSION, SCALES, SHIFT,
                              ImageCodes, codes_of, image_distance)
 from ..index.hamming import HammingIndex
 from ..index.slots import distinct_pairs, entry_ids
@@ -48,6 +49,7 @@ RESIGN_CHUNK = 200  # items signed again per transaction (each file read and dec
 # The failures of a re-sign are recorded under this source (a later re-sign that reaches
 # the item again closes them, as a rerun of an ingest closes its own).
 RESIGN_SOURCE = "resign:image"
+INDEXED_AT = len(INDEXED_ANCHORS)  # anchored chains a picture whose innermost code is indexed
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,8 @@ class ImageSettings(SignalSettings):
 @dataclass
 class ImageIndex:
     """Hamming indexes over the stored full-frame and centre codes, and the innermost
-    codes of the anchored chains (id (pk * 64 + position) * len(ANCHORS) + anchor)."""
+    codes of the chains at a corner or an edge (id (pk * 64 + position) * INDEXED_AT + k,
+    k the chain's place in INDEXED_ANCHORS)."""
 
     full: HammingIndex
     centre: HammingIndex
@@ -240,8 +243,8 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
             ids = entry_ids(pk, MAX_IMAGES, len(codes))
             index.full.add(ids, codes.scales[: len(ids), INDEXED[0], 0])
             index.centre.add(ids, codes.scales[: len(ids), INDEXED[1], 0])
-            index.anchored.add(entry_ids(pk, MAX_IMAGES * len(ANCHORS), len(ids) * len(ANCHORS)),
-                               codes.anchored[: len(ids), :, INDEXED_ANCHOR - 1, 0].reshape(-1))
+            index.anchored.add(entry_ids(pk, MAX_IMAGES * INDEXED_AT, len(ids) * INDEXED_AT),
+                               codes.anchored[: len(ids), INDEXED_ANCHORS, INDEXED_ANCHOR - 1, 0].reshape(-1))
 
     def index_remove(self, index: ImageIndex, pks: np.ndarray) -> None:
         if not len(index.full) and not len(index.centre) and not len(index.anchored):
@@ -249,7 +252,7 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
         ids = entry_ids(pks, MAX_IMAGES)
         index.full.remove(ids)
         index.centre.remove(ids)
-        index.anchored.remove(entry_ids(pks, MAX_IMAGES * len(ANCHORS)))
+        index.anchored.remove(entry_ids(pks, MAX_IMAGES * INDEXED_AT))
 
     def search(self, index: ImageIndex, values: list[ImageCodes]) -> tuple[np.ndarray, np.ndarray]:
         """Items with a picture one of whose indexed codes is within the radius of any
@@ -267,10 +270,11 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
         for part, near, anchored, per in ((index.full, [i for i in range(k) if abs(i - INDEXED[0]) <= SHIFT], [], 1),
                                           (index.centre, [i for i in range(k) if abs(i - INDEXED[1]) <= SHIFT], [], 1),
                                           (index.full, [], whole, 1),
-                                          (index.anchored, [], inner, len(ANCHORS))):
+                                          (index.anchored, [], inner, INDEXED_AT)):
             if not values:
                 continue
-            queries = [np.concatenate([codes.scales[:, near].reshape(-1), codes.anchored[:, :, anchored].reshape(-1)])
+            queries = [np.concatenate([codes.scales[:, near].reshape(-1),
+                                       codes.anchored[:, INDEXED_ANCHORS][:, :, anchored].reshape(-1)])
                        for codes in values]
             owner = np.repeat(np.arange(len(values), dtype=np.int64), [len(q) for q in queries])
             hits = part.search(np.concatenate(queries), self.config.anchor_radius if anchored else radius)
