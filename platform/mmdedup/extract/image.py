@@ -541,11 +541,17 @@ def _product(a: np.ndarray, m: np.ndarray) -> np.ndarray:
     OpenBLAS spreads one product the size of a picture's over every core, and on a busy
     machine those threads cost several times the work in CPU seconds; products under its
     threading threshold (_ONE_THREAD_MACS) run on the calling thread, with no setting to
-    change and no thread-pool library to load. The strips are small for the same reason
+    change and no thread-pool library to load; where even one row of `a` times `m` is over
+    it (a wide picture times every thumbnail's columns), `m` is taken a block of columns at
+    a time. The strips are small for the same reason
     of cost: a float32 copy of the whole picture is large enough for the C library to map
     fresh pages for it on every picture, and faulting them in cost as much as the product."""
     n, k = a.shape
     p = m.shape[1]
+    if k * p > _ONE_THREAD_MACS and p > 1:  # even one row is over: a block of columns at a time
+        width = max(1, _ONE_THREAD_MACS // k)
+        return np.concatenate([_product(a, np.ascontiguousarray(m[:, c:c + width]))
+                               for c in range(0, p, width)], axis=1)
     rows = max(1, _ONE_THREAD_MACS // max(1, k * p))
     if rows >= n:
         return a.astype(np.float32) @ m
