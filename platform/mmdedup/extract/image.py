@@ -124,10 +124,10 @@ INDEXED_ANCHORS = tuple(a for a, (c, r) in enumerate(ANCHORS)
 # turned sideways and cropped off-centre is rare; a turned one is still paired by its
 # centre chain and its corners.
 BETWEEN_VARIANTS = (0, 1)
-ANCHOR_SHIFTS = (1, 2)  # |shift| of the anchored alignments (a 5% or 10% one-sided crop)
-# Bits added to an anchored alignment's mean: its eight chains are more chances for two
+ANCHOR_SHIFTS = (1, 2)  # |shift| of the anchored alignments (a crop of about 5% or 10%)
+# Bits added to an anchored alignment's mean: its many chains are more chances for two
 # low-detail pictures to agree by accident than the one centre chain. And an anchored
-# alignment counts only within ANCHOR_REACH bits (penalty included): a one-sided crop
+# alignment counts only within ANCHOR_REACH bits (penalty included): a crop at its place
 # lines up closely, while further out its many chances only add pairs of different
 # pictures to the weak tier.
 ANCHOR_PENALTY = 4.0
@@ -543,8 +543,7 @@ def _product(a: np.ndarray, m: np.ndarray) -> np.ndarray:
     threading threshold (_ONE_THREAD_MACS) run on the calling thread, with no setting to
     change and no thread-pool library to load; where even one row of `a` times `m` is over
     it (a wide picture times every thumbnail's columns), `m` is taken a block of columns at
-    a time. The strips are small for the same reason
-    of cost: a float32 copy of the whole picture is large enough for the C library to map
+    a time. The strips are small for the same reason of cost: a float32 copy of the whole picture is large enough for the C library to map
     fresh pages for it on every picture, and faulting them in cost as much as the product."""
     n, k = a.shape
     p = m.shape[1]
@@ -699,8 +698,8 @@ def codes_of(images: Sequence[Image.Image | None],
     scales = np.zeros((n, len(SCALES), 8), np.uint64)
     anchored = np.zeros((n, len(ANCHORS), len(SCALES) - 1, 8), np.uint64)
     dhash = np.zeros((n, 8), np.uint64)
-    # HASH_CHUNK pictures at a time: the eight variants of a picture's thumbnails are
-    # about 7 MB of float64, so a large batch at once would not fit in memory
+    # HASH_CHUNK pictures at a time: a picture's 117 thumbnails are about 1 MB of float64,
+    # so a large batch at once would not fit in memory
     for start in range(0, len(good), HASH_CHUNK):
         rows, thumbs = [], []
         for i in good[start:start + HASH_CHUNK]:
