@@ -998,8 +998,6 @@ def chunk_anchors(items: Sequence[LoadedItem], name: str) -> Anchors:
     text found them, or from its tokens (tokenised now where they were not kept)."""
     blobs = [(li.extracted.get(name) or {}).get(ANCHORS) for li in items]
     todo = [i for i, b in enumerate(blobs) if b is None]
-    if len(todo) == len(items):
-        return anchors(token_batch(items)).distinct()
     parts = [np.frombuffer(b, np.uint64) if b is not None else None for b in blobs]
     if todo:
         found = anchors(token_batch([items[i] for i in todo])).distinct()
