@@ -39,7 +39,7 @@ from .simhash import SIMHASH_VERSION, hamming, simhash64
 from .term_weights import UNIT, TfidfModel, WordWeights
 from .tokenbatch import TokenBatch, lookup
 from .tokens import tokenizer_version
-from .winnowing import Passages
+from .winnowing import Anchors, Passages
 
 NUM_PERM = 128
 SHINGLE_N = 3
@@ -157,7 +157,8 @@ class TextSigner:
     def sign(self, texts: list[str]) -> TextSketches:
         return self.sign_tokens(tokenize_texts(texts), texts)
 
-    def sign_tokens(self, tokens: TokenBatch, texts: Sequence[str | None] | None = None) -> TextSketches:
+    def sign_tokens(self, tokens: TokenBatch, texts: Sequence[str | None] | None = None,
+                    found: Anchors | None = None) -> TextSketches:
         """Sketches of token sequences: the kept tokens (positive term weight), their
         distinct terms weighted (1 + ln tf) * term weight, and their word 3-gram shingles.
 
@@ -180,9 +181,12 @@ class TextSigner:
           uses to hash the units of a shared term once;
         - a token is kept where its term's weight is positive; the terms of weight 0 or
           less (few) stay in the bags with weight 0, which neither sketch sees.
+
+        `found`: `winnowing.anchors(tokens)`, where the caller needs them too (so the
+        passages are found without winnowing the batch again).
         """
         if self.passages is not None:
-            tokens = self.passages.strip(tokens)
+            tokens = self.passages.strip(tokens, found)
         first, tf = term_bags(tokens)
         hashes = tokens.hashes[first]
         if len(hashes) >= VOCAB_MIN_TERMS:  # the batch's distinct terms

@@ -226,12 +226,13 @@ class Passages:
     def recurs(self, hashes: np.ndarray) -> np.ndarray:
         return held_in(self.recurring, hashes)
 
-    def strip(self, tokens: TokenBatch) -> TokenBatch:
+    def strip(self, tokens: TokenBatch, found: Anchors | None = None) -> TokenBatch:
         """`tokens` without each text's recurring passages (the batch itself where none
-        recurs, at the cost of one check while no anchor does)."""
+        recurs, at the cost of one check while no anchor does). `found`: `anchors(tokens)`,
+        where the caller has them already."""
         if not len(self.recurring) or not tokens.n_docs:
             return tokens
-        found = anchors(tokens)
+        found = anchors(tokens) if found is None else found
         return strip(tokens, found, self.recurs(found.hashes), self.min_run, self.min_left)[0]
 
 

@@ -984,8 +984,9 @@ class TextSigning:
             return out
         texts = [items[i].signal_text for i in rows]
         tokens = token_batch([items[i] for i in rows])
-        made = [(signer.version, signer.sign_tokens(tokens, texts)) for signer in self.signers]
-        found = anchors(tokens).distinct()
+        found = anchors(tokens)  # winnowed once: for the passages each signer takes out, and sent
+        made = [(signer.version, signer.sign_tokens(tokens, texts, found)) for signer in self.signers]
+        found = found.distinct()
         for j, i in enumerate(rows):
             out[i] = {version: sk.pack(j) for version, sk in made}
             out[i][ANCHORS] = found.of(j)[0].tobytes()
