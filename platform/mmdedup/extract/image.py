@@ -780,13 +780,13 @@ def _anchored_distance(qwhole: np.ndarray, qanch: np.ndarray, swhole: np.ndarray
     past ANCHOR_REACH or where either side has none."""
     nq, ns = len(qwhole), len(swhole)
     dist = np.full((nq, ns), np.inf)
-    variants = np.arange(8)
+    every, between = np.arange(8), np.array(BETWEEN_VARIANTS)
     for b in anchors:
-        # the query's chain at anchor b of each of its variants: (nq, K, 8)
-        q = np.concatenate([qwhole[:, None, :], qanch[:, _FROM[:, b], :, variants].transpose(1, 2, 0)], axis=1)
+        # the query's chain at anchor b of each of its variants compared there: (nq, K, v)
+        variants = every if b in INDEXED_ANCHORS else between
+        q = np.concatenate([qwhole[:, None, variants],
+                            qanch[:, _FROM[variants, b], :, variants].transpose(1, 2, 0)], axis=1)
         s = np.concatenate([swhole[:, None], sanch[:, b]], axis=1)  # (ns, K)
-        if b not in INDEXED_ANCHORS:
-            q = q[:, :, list(BETWEEN_VARIANTS)]
         h = hamming(q[:, None, :, None, :], s[None, :, None, :, None])
         for qi, si in _ANCHOR_ALIGNED:
             pairs = np.sort(h[:, :, qi, si, :], axis=2)[:, :, :BEST_OF]

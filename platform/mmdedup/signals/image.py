@@ -273,8 +273,9 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
                                           (index.anchored, [], inner, INDEXED_AT)):
             if not values:
                 continue
+            chains = np.ix_(INDEXED_ANCHORS, anchored)  # (an empty selection, copying nothing, where none)
             queries = [np.concatenate([codes.scales[:, near].reshape(-1),
-                                       codes.anchored[:, INDEXED_ANCHORS][:, :, anchored].reshape(-1)])
+                                       codes.anchored[:, chains[0], chains[1]].reshape(-1)])
                        for codes in values]
             owner = np.repeat(np.arange(len(values), dtype=np.int64), [len(q) for q in queries])
             hits = part.search(np.concatenate(queries), self.config.anchor_radius if anchored else radius)
