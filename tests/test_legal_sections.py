@@ -90,3 +90,32 @@ def test_the_raw_rule_is_part_of_what_pairs_were_scored_under(home: Path, db_url
     monkeypatch.setenv("MMDEDUP_TEXT_REUSE_SLOPE", "3")
     with Platform.open(home, db_url) as platform:
         assert platform.signal("text").scoring_version() != default
+
+
+@pytest.fixture(scope="module")
+def contracts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """The benchmark's corpus (seed 1) in a store of its own."""
+    texts, _, _ = bench.corpus(1, 8, 6)
+    home = tmp_path_factory.mktemp("contracts")
+    with Platform.open(home) as platform:
+        platform.ingest([{"id": i, "text": t} for i, t in texts.items()])
+    return home, texts
+
+
+def test_shared_stock_phrases_at_other_places_do_not_back_re_use(contracts) -> None:
+    """Two sections of one contract whose sketches called them re-use (weighted Jaccard
+    0.58, a fifth of their 3-grams shared: its stock phrases) stay under medium once their
+    texts are read, at ingest and to a query, while every copy of the benchmark but the
+    one the decision lexicon halves (a replaced "terminate") stays re-use."""
+    home, texts = contracts
+    with Platform.open(home) as platform:
+        found = {tuple(sorted((p.a, p.b))): p.tier for p in platform.pairs("weak")}
+        assert found.get(("en3-s0", "en3-s30")) in (None, "weak")
+        hits = {m.id: m.score for m in platform.query(texts["en3-s30"], k=50)}
+        assert platform.settings.tier(hits.get("en3-s0", 0.0)) in (None, "weak")
+        copy = next(k for k in sorted(texts) if k.startswith("en3-") and k.endswith("-sentences-shuffled"))
+        hits = {m.id: m.score for m in platform.query(texts[copy], k=50)}
+        assert platform.settings.tier(hits[copy.removesuffix("-sentences-shuffled")]) in ("strong", "medium")
+        copies = [p for p in found if p[1].startswith(p[0] + "-")]
+        assert len(copies) >= 55
+        assert sum(found[p] in ("strong", "medium") for p in copies) >= 55

@@ -392,6 +392,29 @@ def raw_similarity(wj: np.ndarray, j: np.ndarray, base: float, slope: float) -> 
     return np.maximum(j, np.minimum(wj, base + slope * j))
 
 
+def passage_backed(raw: np.ndarray, j: np.ndarray, aligned: np.ndarray, base: float,
+                   slope: float) -> np.ndarray:
+    """A checked pair's raw similarity once its texts were read: `raw_similarity`'s line
+    again, with the exact share of the texts on shared word runs in one order
+    (`alignment.aligned_share`) in place of the 3-gram estimate. Stock phrases shared at
+    random offsets (a quarter of two contract sections' 3-grams) back nothing; a copy,
+    edited, shuffled by sentence or cut, keeps its passages and most of its tokens on
+    them, so the check leaves it as it was. Never above `raw`."""
+    return np.maximum(j, np.minimum(raw, base + slope * aligned))
+
+
+# How far under the 3-gram estimate a pair's share on shared passages is looked for: a
+# pair whose weighted Jaccard a 3-gram Jaccard this much lower would still back is not read
+# (shared 3-grams that many lie on passages; stock phrases by chance are far fewer).
+PASSAGE_MARGIN = 0.1
+
+
+def needs_passages(raw: np.ndarray, j: np.ndarray, base: float, slope: float) -> np.ndarray:
+    """Pairs whose raw similarity the check of their passages (`passage_backed`) could
+    lower: the weighted Jaccard leads, backed by the 3-gram estimate only narrowly."""
+    return (raw > j) & (base + slope * np.maximum(j - PASSAGE_MARGIN, 0.0) < raw)
+
+
 def similarity(a: TextSketches, b: TextSketches, base: float = REUSE_BASE,
                slope: float = REUSE_SLOPE) -> dict[str, np.ndarray]:
     """Row-wise raw similarities of two aligned sets of sketches (`raw_similarity`)."""

@@ -16,7 +16,10 @@ What it keeps beyond the contract's shared work (signals/base.py):
   step after each chunk (text_refresh.py);
 - decision words (extract/polarity.py): a pair whose texts hold phrases of opposite
   polarity at one spot ("不予批准" / "给予批准"), from the built-in lexicon, or different
-  words reviewers found decisive, keeps only part of its raw similarity.
+  words reviewers found decisive, keeps only part of its raw similarity;
+- shared passages (extract/alignment.py): a pair whose weighted Jaccard its 3-gram
+  estimate backs only narrowly is checked on its texts' word order, and keeps the
+  weighted figure only as far as the share of them on shared passages backs it.
 
 Its index is a SimHash Hamming index plus band LSH over the weighted MinHash, and the low
 bits of both MinHashes, which rule out candidates in memory (`reachable`).
@@ -36,16 +39,20 @@ from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
+from ..extract.alignment import ALIGN_VERSION, Grams, aligned_share
 from ..extract.tokenbatch import TokenBatch
 from ..extract.winnowing import Anchors, Passages, RecentAnchors, anchors, kept_tokens
 from ..extract.polarity import LEXICON_VERSION, DecisionSpots, Learned, decision_share, lexicon, mark_scan, spots_of
 from ..extract.text_sketches import (
     NUM_PERM,
+    PASSAGE_MARGIN,
     RAW_VERSION,
     REUSE_BASE,
     REUSE_SLOPE,
     TextSigner,
     TextSketches,
+    needs_passages,
+    passage_backed,
     raw_similarity,
     signer_version,
     similarity,
@@ -89,7 +96,9 @@ class TextSettings(SignalSettings):
         (0.0, 0.0), (0.3, 0.5), (0.45, 0.7), (0.55, 0.8), (0.65, 0.9), (1.0, 1.0)), Knots(0, 1))
     # The weighted Jaccard counts only as far as the word 3-grams back it: raw =
     # max(jaccard, min(wjaccard, reuse_base + reuse_slope * jaccard)) (text_sketches.py
-    # `raw_similarity`). Sections of one document share its rare words, not its sentences.
+    # `raw_similarity`), and for a pair they back narrowly, as far as the share of its
+    # texts on shared passages does (`passage_backed`). Sections of one document share
+    # its rare words and stock phrases, not its sentences.
     reuse_base: float = setting(REUSE_BASE, Number(float, 0, 1))
     reuse_slope: float = setting(REUSE_SLOPE, Number(float, 0))
     # Candidates: LSH over the first `lsh_perms` positions of the weighted MinHash, bands
@@ -424,18 +433,40 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         and past a scan of the two texts' decision words (`MarkScan`), only where those
         differ."""
         share = np.zeros(len(raw))
+        aligned = np.full(len(raw), np.nan)
         look = np.flatnonzero(raw >= self._floor_raw)
         if len(look):
             learned = self._learned(self.signer.words)
             kept, texts = self._kept(session, np.concatenate([a[look], b[look]]), learned)
+            raw = raw.copy()
+            narrow = self._narrow(raw, details["jaccard"])
+            check = [i for i in look.tolist() if narrow[i] and a[i] in texts and b[i] in texts]
+            if check:
+                grams = _grams_of(np.concatenate([a[check], b[check]]), texts)
+                aligned[check] = self._check_passages(raw, details["jaccard"], check,
+                                                      [grams[x] for x in a[check].tolist()],
+                                                      [grams[y] for y in b[check].tolist()])
             look = np.array([i for i in look.tolist() if a[i] in kept and b[i] in kept
                              and kept[a[i]].marks != kept[b[i]].marks], np.int64)
             if len(look):
                 spots_for({pk: kept[pk] for pk in np.concatenate([a[look], b[look]]).tolist()}, texts, learned)
                 share[look] = [self._share(kept[x].spots, kept[y].spots, learned)
                                for x, y in zip(a[look].tolist(), b[look].tolist())]
-        # the share taken, where decision words took some (a detail of those pairs only)
-        return raw * (1 - share), {**details, "decisive": np.where(share > 0, share, np.nan)}
+        # the share taken, where decision words took some, and the aligned share of the
+        # pairs whose texts were read for it (details of those pairs only)
+        return raw * (1 - share), {**details, "decisive": np.where(share > 0, share, np.nan),
+                                   "aligned": aligned}
+
+    def _narrow(self, raw: np.ndarray, j: np.ndarray) -> np.ndarray:
+        return needs_passages(raw, j, self.config.reuse_base, self.config.reuse_slope)
+
+    def _check_passages(self, raw: np.ndarray, j: np.ndarray, rows: list[int],
+                        left: list[Grams], right: list[Grams]) -> np.ndarray:
+        """Lower these rows of `raw` (in place) as far as the share of their texts on
+        shared passages backs them (`passage_backed`); that share of each row."""
+        aligned = np.array([aligned_share(x, y) for x, y in zip(left, right)])
+        raw[rows] = passage_backed(raw[rows], j[rows], aligned, self.config.reuse_base, self.config.reuse_slope)
+        return aligned
 
     @property
     def _floor_raw(self) -> float:
@@ -485,7 +516,8 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         the signatures: a new lexicon or rule makes stored pairs another scoring's (a
         retrain re-scores them)."""
         c = self.config
-        return f"{self.version()}|{LEXICON_VERSION}|{RAW_VERSION}:{c.reuse_base:g},{c.reuse_slope:g}"
+        return (f"{self.version()}|{LEXICON_VERSION}|{RAW_VERSION}:{c.reuse_base:g},{c.reuse_slope:g}"
+                f"|{ALIGN_VERSION}m{PASSAGE_MARGIN:g}")
 
     def stored(self, session: Session, pks: Sequence[int]) -> tuple[dict[int, int], Any]:
         """As the contract's, from either signature slot: after a refresh switched
@@ -940,6 +972,12 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                                                stored.take(np.fromiter(pos.values(), np.intp, len(pos))))
                 learned = self._learned(signer.words)
                 kept, texts = self._kept(session, found[raw >= self._floor_raw], learned)
+                narrow = self._narrow(raw, details["jaccard"])
+                check = [i for i, pk in enumerate(found.tolist()) if pk in texts and narrow[i]]
+                if check:
+                    grams = _grams_of(found[check], texts)
+                    self._check_passages(raw, details["jaccard"], check, [Grams.of(tokens.doc(0))] * len(check),
+                                         [grams[pk] for pk in found[check].tolist()])
                 mine = mark_scan(learned.words)(text)
                 differ = {pk: entry for pk, entry in kept.items() if entry.marks != mine}
                 if differ:
@@ -952,6 +990,13 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 out = {pk: (float(scores[i]), {k: float(details[k][i]) for k in self.query_figures})
                        for i, pk in enumerate(found.tolist())}
         return out
+
+
+def _grams_of(pks: np.ndarray, texts: dict[int, str]) -> dict[int, Grams]:
+    """{item pk: its text's n-grams for `aligned_share`}, the texts tokenised as one batch."""
+    need = np.unique(pks).tolist()
+    batch = tokenize_texts([texts[pk] for pk in need])
+    return {pk: Grams.of(batch.doc(k)) for k, pk in enumerate(need)}
 
 
 def token_batch(items: Sequence[LoadedItem]) -> TokenBatch:
