@@ -40,6 +40,7 @@ from tqdm import tqdm
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
 from ..extract.alignment import ALIGN_VERSION, Grams, aligned_share
+from ..extract.shingles import is_short
 from ..extract.tokenbatch import TokenBatch
 from ..extract.winnowing import Anchors, Passages, RecentAnchors, anchors, kept_tokens
 from ..extract.polarity import LEXICON_VERSION, DecisionSpots, Learned, decision_share, lexicon, mark_scan, spots_of
@@ -443,6 +444,7 @@ class TextSignal(Signal[TextSketches, TextSettings]):
             check = [i for i in look.tolist() if narrow[i] and a[i] in texts and b[i] in texts]
             if check:
                 grams = _grams_of(np.concatenate([a[check], b[check]]), texts)
+                check = [i for i in check if grams[a[i]] is not None and grams[b[i]] is not None]
                 aligned[check] = self._check_passages(raw, details["jaccard"], check,
                                                       [grams[x] for x in a[check].tolist()],
                                                       [grams[y] for y in b[check].tolist()])
@@ -974,8 +976,9 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 kept, texts = self._kept(session, found[raw >= self._floor_raw], learned)
                 narrow = self._narrow(raw, details["jaccard"])
                 check = [i for i, pk in enumerate(found.tolist()) if pk in texts and narrow[i]]
-                if check:
+                if check and not is_short(text, tokens.doc(0)):
                     grams = _grams_of(found[check], texts)
+                    check = [i for i in check if grams[found[i]] is not None]
                     self._check_passages(raw, details["jaccard"], check, [Grams.of(tokens.doc(0))] * len(check),
                                          [grams[pk] for pk in found[check].tolist()])
                 mine = mark_scan(learned.words)(text)
@@ -992,11 +995,15 @@ class TextSignal(Signal[TextSketches, TextSettings]):
         return out
 
 
-def _grams_of(pks: np.ndarray, texts: dict[int, str]) -> dict[int, Grams]:
-    """{item pk: its text's n-grams for `aligned_share`}, the texts tokenised as one batch."""
+def _grams_of(pks: np.ndarray, texts: dict[int, str]) -> dict[int, Grams | None]:
+    """{item pk: its text's n-grams for `aligned_share`, None for a short text}, the texts
+    tokenised as one batch. A short text (`is_short`: a title, a caption) has character
+    n-grams in its sketch, not word 3-grams, and too few words for a passage: its pairs
+    keep their sketches' figure."""
     need = np.unique(pks).tolist()
     batch = tokenize_texts([texts[pk] for pk in need])
-    return {pk: Grams.of(batch.doc(k)) for k, pk in enumerate(need)}
+    return {pk: None if is_short(texts[pk], batch.doc(k)) else Grams.of(batch.doc(k))
+            for k, pk in enumerate(need)}
 
 
 def token_batch(items: Sequence[LoadedItem]) -> TokenBatch:
