@@ -472,5 +472,7 @@ def test_calibration_tiers():
     assert score(0) == 1.0
     assert score(32 / 3) >= 0.9  # strong: where mild edits of photos land
     assert score(34 / 3) < 0.8  # the next step, where different flat graphics gather: weak
-    assert score(14) >= 0.7 and score(44 / 3) < 0.7  # different photos: no tier
+    # 13 is weak; from 13 1/3 different tiles outnumber copies 6 to 1, and different
+    # photos start at 14 2/3: no tier
+    assert score(13) >= 0.7 and score(40 / 3) < 0.7 and score(44 / 3) < 0.7
     assert score(40) == 0.0

@@ -60,9 +60,11 @@ class ImageSettings(SignalSettings):
     # hand on the picture benches (docs/benchmarks.md, image_tiers.py): edited copies of
     # photos lie within 10 2/3 (strong), different photos from 14 2/3 up, and different
     # flat graphics (the low-detail pictures whose codes collide) gather from 11 1/3 up, so
-    # 10 2/3 is strong and the medium tier has no band of its own; 11 1/3 to 14 is weak.
+    # 10 2/3 is strong and the medium tier has no band of its own; 11 1/3 to 13 is weak
+    # (at 13 1/3 and 14, the calibration set holds 163 pairs of different pictures and 26
+    # copies: calibrate_signals.py).
     calibration: Calibration = setting((
-        (0.0, 1.0), (4.0, 0.95), (10.7, 0.9), (11.3, 0.75), (14.0, 0.7), (15.0, 0.6),
+        (0.0, 1.0), (4.0, 0.95), (10.7, 0.9), (11.3, 0.75), (13.1, 0.7), (15.0, 0.6),
         (24.0, 0.2), (32.0, 0.0)),
         Knots(0, 64))
     # candidates: pictures with a pair of codes (one of them of an indexed scale) within
