@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 from mmdedup import Platform
-from mmdedup.extract.alignment import Grams, aligned_share
-from mmdedup.extract.text_sketches import tokenize_texts
+from mmdedup.extract.alignment import ALIGN_N, Grams, aligned_share
+from mmdedup.extract.text_sketches import tokenize_texts, word_shingles
 
 STOCK = ["any claim relating to the", "on or before the", "in accordance with the",
          "subject to clause", "shall promptly notify", "to the extent permitted by"]
@@ -29,7 +29,8 @@ def sentences(rng: random.Random, k: int) -> list[str]:
 
 
 def tokens(text: str) -> Grams:
-    return Grams.of(tokenize_texts([text]).doc(0))
+    batch = tokenize_texts([text])
+    return Grams.of(word_shingles(batch, ALIGN_N).doc(0), int(batch.lengths[0]))
 
 
 def test_a_copy_keeps_its_passages_however_it_was_edited() -> None:

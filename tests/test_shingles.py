@@ -29,8 +29,8 @@ def test_shingles_equal_their_definition(monkeypatch: pytest.MonkeyPatch) -> Non
         for n in (1, 2, 3):
             for sample in (docs, docs[1:3], docs[:1], docs[6:7], [docs[3]], [docs[1], docs[2]]):
                 batch = TokenBatch.from_arrays(sample)
-                got = textsig_mod._shingles(batch, n)
+                got = textsig_mod.word_shingles(batch, n)
                 want = [reference_shingles(d.tolist(), n) for d in sample]
                 assert got.lengths.tolist() == [len(w) for w in want], (n, cut)
                 assert got.hashes.tolist() == [h for w in want for h in w], (n, cut)
-    assert textsig_mod._shingles(TokenBatch.from_arrays([]), 3).n_docs == 0
+    assert textsig_mod.word_shingles(TokenBatch.from_arrays([]), 3).n_docs == 0

@@ -10,8 +10,8 @@ texts (a replaced word skips a few, a word put in or left out moves the offset b
 while stock phrases shared by chance sit at unrelated offsets. `aligned_share` counts
 the tokens of the shorter text covered by such chains of at least `ALIGN_SPAN` tokens.
 
-numpy throughout: each text's n-grams are hashed and sorted once (`Grams`); a pair is then
-one binary search and a few passes over its matches.
+numpy throughout: each text's n-grams (the shingles of its signature) are sorted once
+(`Grams`); a pair is then one binary search and a few passes over its matches.
 """
 
 from __future__ import annotations
@@ -29,24 +29,6 @@ ALIGN_SPAN = 10  # tokens a chain must span to count as a shared passage (half a
 ALIGN_REPEAT = 4  # an n-gram more often than this in the other text is not matched
 ALIGN_VERSION = f"align{ALIGN_N}g{ALIGN_GAP}d{ALIGN_DRIFT}s{ALIGN_SPAN}r{ALIGN_REPEAT}"
 
-_M1 = np.uint64(0x9E3779B97F4A7C15)
-_M2 = np.uint64(0xC2B2AE3D27D4EB4F)
-
-
-def ngrams(tokens: np.ndarray, n: int = ALIGN_N) -> np.ndarray:
-    """Hashes of a token hash sequence's word n-grams, in order (one for a shorter text)."""
-    tokens = np.asarray(tokens, np.uint64)
-    if len(tokens) < n:
-        n = max(len(tokens), 1)
-        if not len(tokens):
-            return tokens
-    with np.errstate(over="ignore"):
-        h = tokens[: len(tokens) - n + 1] * _M1
-        for k in range(1, n):
-            h = (h ^ (h >> np.uint64(31))) * _M2 + tokens[k : len(tokens) - n + 1 + k]
-    return h
-
-
 @dataclass(frozen=True)
 class Grams:
     """One text's n-grams in order and sorted, made once for all the pairs it is in."""
@@ -58,11 +40,12 @@ class Grams:
     run_end: np.ndarray  # for each sorted position, the end of its run of equal hashes
 
     @classmethod
-    def of(cls, tokens: np.ndarray, n: int = ALIGN_N) -> "Grams":
-        grams = ngrams(tokens, n)
+    def of(cls, grams: np.ndarray, tokens: int) -> "Grams":
+        """From a text's word `ALIGN_N`-gram hashes in order (text_sketches.word_shingles)
+        and its length in tokens."""
         order = np.argsort(grams, kind="stable")
         ordered = grams[order]
-        return cls(len(tokens), grams, order, ordered, np.searchsorted(ordered, ordered, "right"))
+        return cls(tokens, grams, order, ordered, np.searchsorted(ordered, ordered, "right"))
 
 
 def aligned_share(a: Grams, b: Grams, *, n: int = ALIGN_N, gap: int = ALIGN_GAP,

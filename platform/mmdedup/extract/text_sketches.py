@@ -217,7 +217,7 @@ class TextSigner:
         else:
             weights = ((1 + np.log(np.maximum(tf, 1))) * weight).astype(np.float32)
         terms = TokenBatch(hashes, offsets, weights)
-        shingles = _shingles(kept, SHINGLE_N)
+        shingles = word_shingles(kept, SHINGLE_N)
         rows, chars = short_char_shingles(tokens.lengths, texts)
         if len(rows):
             shingles = _replace_docs(shingles, rows, chars)
@@ -303,7 +303,7 @@ def _less(lengths: np.ndarray, offsets: np.ndarray, drop: np.ndarray,
     return out
 
 
-def _shingles(batch: TokenBatch, n: int) -> TokenBatch:
+def word_shingles(batch: TokenBatch, n: int) -> TokenBatch:
     """Hashes of n consecutive token hashes within each document (a document shorter than
     n is one shingle of all its tokens, the missing tokens hashing as 0).
 
@@ -360,7 +360,7 @@ _SHINGLE_CHUNK = 1 << 14
 
 def _short_shingles(hashes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, n: int) -> np.ndarray:
     """The one shingle of each document shorter than n (tokens at `starts`, `lengths`
-    of them): the chain of `_shingles` with 0 for the missing tokens."""
+    of them): the chain of `word_shingles` with 0 for the missing tokens."""
     h = np.zeros(len(starts), np.uint64)
     for j in range(n):
         part = np.where(j < lengths, hashes[np.minimum(starts + j, len(hashes) - 1)], np.uint64(0))

@@ -39,7 +39,7 @@ from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.term_weights import PRIOR_VERSION, UNIT, TfidfModel, WordWeights, count_documents, merge_counts, prior_model
-from ..extract.alignment import ALIGN_VERSION, Grams, aligned_share
+from ..extract.alignment import ALIGN_N, ALIGN_VERSION, Grams, aligned_share
 from ..extract.shingles import is_short
 from ..extract.tokenbatch import TokenBatch
 from ..extract.winnowing import Anchors, Passages, RecentAnchors, anchors, kept_tokens
@@ -58,6 +58,7 @@ from ..extract.text_sketches import (
     signer_version,
     similarity,
     tokenize_texts,
+    word_shingles,
 )
 from ..index.bbit import BitRows, agreeing, low_bits
 from ..index.hamming import HammingIndex
@@ -976,10 +977,11 @@ class TextSignal(Signal[TextSketches, TextSettings]):
                 kept, texts = self._kept(session, found[raw >= self._floor_raw], learned)
                 narrow = self._narrow(raw, details["jaccard"])
                 check = [i for i, pk in enumerate(found.tolist()) if pk in texts and narrow[i]]
-                if check and not is_short(text, tokens.doc(0)):
+                (asked,) = _grams(tokens, [text]) if check else (None,)
+                if asked is not None:
                     grams = _grams_of(found[check], texts)
                     check = [i for i in check if grams[found[i]] is not None]
-                    self._check_passages(raw, details["jaccard"], check, [Grams.of(tokens.doc(0))] * len(check),
+                    self._check_passages(raw, details["jaccard"], check, [asked] * len(check),
                                          [grams[pk] for pk in found[check].tolist()])
                 mine = mark_scan(learned.words)(text)
                 differ = {pk: entry for pk, entry in kept.items() if entry.marks != mine}
@@ -1001,9 +1003,14 @@ def _grams_of(pks: np.ndarray, texts: dict[int, str]) -> dict[int, Grams | None]
     n-grams in its sketch, not word 3-grams, and too few words for a passage: its pairs
     keep their sketches' figure."""
     need = np.unique(pks).tolist()
-    batch = tokenize_texts([texts[pk] for pk in need])
-    return {pk: None if is_short(texts[pk], batch.doc(k)) else Grams.of(batch.doc(k))
-            for k, pk in enumerate(need)}
+    return dict(zip(need, _grams(tokenize_texts([texts[pk] for pk in need]), [texts[pk] for pk in need])))
+
+
+def _grams(batch: TokenBatch, texts: Sequence[str]) -> list[Grams | None]:
+    """`Grams` of each text of a token batch, None for a short one."""
+    shingles = word_shingles(batch, ALIGN_N)
+    return [None if is_short(text, batch.doc(k)) else Grams.of(shingles.doc(k), int(batch.lengths[k]))
+            for k, text in enumerate(texts)]
 
 
 def token_batch(items: Sequence[LoadedItem]) -> TokenBatch:
