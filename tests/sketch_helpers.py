@@ -51,7 +51,7 @@ _M64 = (1 << 64) - 1
 
 
 def reference_shingles(tokens: list[int], n: int) -> list[int]:
-    """_shingles of one document by its definition: n consecutive tokens from each start
+    """word_shingles of one document by its definition: n consecutive tokens from each start
     (a document shorter than n: one shingle, the missing tokens 0), in Python ints."""
     k = [int(x) for x in textsig_mod._K]
     starts = range(len(tokens) - n + 1) if len(tokens) >= n else ([0] if tokens else [])

@@ -22,7 +22,7 @@ from mmdedup.extract.term_weights import prior_model
 from mmdedup.extract.tokens import tokenize
 from mmdedup.input.items import probe_item
 from mmdedup.store.schema import Item, Signature, SignatureVersion
-from mmdedup.extract.text_sketches import SHINGLE_N, TextSigner, _shingles, stored_values, tokenize_texts
+from mmdedup.extract.text_sketches import SHINGLE_N, TextSigner, stored_values, tokenize_texts, word_shingles
 from mmdedup.signals.text_refresh import TOKENS_KIND
 
 from helpers import sign_as
@@ -46,7 +46,7 @@ def word_jaccard(signer: TextSigner, a: str, b: str) -> float:
     tokens = tokenize_texts([a, b])
     kept = tokens.hashes[signer.term_weights(tokens.hashes) > 0]
     assert len(kept) == len(tokens.hashes)  # (no dead words under the prior)
-    m = stored_values(signer.minhash(_shingles(tokens, SHINGLE_N)))
+    m = stored_values(signer.minhash(word_shingles(tokens, SHINGLE_N)))
     return float(jaccard(m[:1], m[1:])[0])
 
 
@@ -144,7 +144,7 @@ def test_short_texts_use_character_ngrams_and_long_texts_word_3grams() -> None:
     long = [1, 3]
     assert (tokens.lengths[long] >= SHORT_CHARS).all()
     long_tokens = tokenize_texts([texts[i] for i in long])
-    assert np.array_equal(sk.minhash[long], stored_values(signer.minhash(_shingles(long_tokens, SHINGLE_N))))
+    assert np.array_equal(sk.minhash[long], stored_values(signer.minhash(word_shingles(long_tokens, SHINGLE_N))))
     alone = signer.sign_tokens(long_tokens)
     for name in ("simhash", "wminhash", "minhash", "empty"):
         assert np.array_equal(getattr(alone, name), getattr(sk, name)[long]), name
