@@ -13,7 +13,7 @@ from pathlib import Path
 import imagehash
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw
+from PIL import Image, ImageDraw, ImageEnhance
 
 from mmdedup.config import Settings
 from mmdedup.extract import image as mi
@@ -434,6 +434,67 @@ def test_flat_graphics_apart_but_their_copies_found(a, b):
     assert all(medium(d) for d in found), dict(zip(edits, found))
 
 
+def recoloured(pic: Image.Image) -> Image.Image:
+    """The same brightness everywhere in other colours: the picture's Cb and Cr swapped."""
+    y, cb, cr = pic.convert("YCbCr").split()
+    return Image.merge("YCbCr", (y, cr, cb)).convert("RGB")
+
+
+@pytest.mark.parametrize("name", ["coffee", "retina", "rocket", "astronaut"])
+def test_alike_in_grey_but_not_in_colour_not_merged(name):
+    """pHash reads brightness alone: a picture and one of the same brightness in other
+    colours (a layout in another colour theme) share their codes. Their colours part
+    them: no closer than the weak band, never merged unseen."""
+    pic = photo(name)
+    got = codes(encode(pic, "JPEG", quality=90), encode(recoloured(pic), "JPEG", quality=90))
+    assert mi.image_distance(got.take([1]), got.take([0]), centre=False)[0, 0] <= 4  # the codes agree
+    for q, s in ((1, 0), (0, 1)):
+        d = mi.image_distance(got.take([q]), got.take([s]))[0, 0]
+        assert d >= mi.TONE_FLOOR and not medium(d), d
+
+
+def test_a_nearly_flat_picture_is_not_merged_with_a_detailed_one():
+    """pHash compares each coefficient with their median, so a picture whose contrast is
+    almost gone keeps the codes of the detailed one; a flat picture (a sky, a blank
+    slide) is not a copy of a detailed one."""
+    pic = photo("chelsea")
+    got = codes(encode(pic), encode(ImageEnhance.Contrast(pic).enhance(0.15)))
+    assert mi.image_distance(got.take([1]), got.take([0]), centre=False)[0, 0] <= 8  # the codes agree
+    assert got.contrast[0] > mi.CONTRAST_APART * got.contrast[1]
+    assert not medium(mi.image_distance(got.take([1]), got.take([0]))[0, 0])
+
+
+@pytest.mark.parametrize("name", ["coffee", "retina", "rocket", "chelsea", "astronaut"])
+def test_colour_edits_of_a_photo_stay_strong(name):
+    """A copy whose saturation, contrast or white balance was changed, or made grey, is
+    still merged with its original: its colour grid is compared at the gain that fits
+    best, a grey copy has no colour to compare, and its contrast is within a factor."""
+    pic = photo(name)
+
+    def warm(p: Image.Image) -> Image.Image:
+        a = np.asarray(p).astype(np.float64) * (1.1, 1.0, 0.9)
+        return Image.fromarray(np.clip(a, 0, 255).astype(np.uint8))
+
+    edits = {"saturation 0.6": ImageEnhance.Color(pic).enhance(0.6),
+             "saturation 1.6": ImageEnhance.Color(pic).enhance(1.6),
+             "contrast 1.5": ImageEnhance.Contrast(pic).enhance(1.5),
+             "contrast 0.6": ImageEnhance.Contrast(pic).enhance(0.6),
+             "warm": warm(pic), "grey": pic.convert("L")}
+    got = codes(encode(pic, "JPEG", quality=90), *(encode(e, "JPEG", quality=85) for e in edits.values()))
+    assert not mi.tone_apart(got.take(range(1, len(edits) + 1)), got.take([0])).any()
+    found = mi.image_distance(got.take(range(1, len(edits) + 1)), got.take([0]))[:, 0]
+    assert all(strong(d) for d in found), dict(zip(edits, found))
+
+
+def test_tone_of_a_grey_picture_is_colourless():
+    """A grey picture (an L JPEG, or colour planes all at grey) carries zero chroma, so it
+    never parts from a colour copy by colour."""
+    pic = photo("coffee")
+    got = codes(encode(pic.convert("L"), "JPEG"), encode(pic.convert("L").convert("RGB"), "PNG"))
+    assert np.abs(got.chroma).max() < 1.0
+    assert np.isfinite(got.contrast).all() and (got.contrast > 0).all()
+
+
 def test_unrelated_photos_far_apart():
     names = ("astronaut", "camera", "chelsea", "coffee", "coins", "rocket", "clock", "moon", "page")
     got = codes(*(encode(photo(n)) for n in names))
@@ -455,11 +516,11 @@ def test_recompressed_and_resized_copies_match():
 
 def test_stored_codes_round_trip():
     got = codes(encode(photo()), encode(photo("coffee")))
-    blob = ImageSignal.pack(got)  # what the store keeps: all eight variants of each code
+    blob = ImageSignal.pack(got)  # what the store keeps: all eight variants of each code, and the tone
     k = len(mi.SCALES)
-    assert len(blob) == 2 * (k + len(mi.ANCHORS) * (k - 1) + 1) * 8 * 8
+    assert len(blob) == 2 * (k + len(mi.ANCHORS) * (k - 1) + 2) * 8 * 8
     back = ImageSignal.unpack(blob)
-    for name in ("scales", "anchored", "dhash"):
+    for name in ("scales", "anchored", "dhash", "chroma", "contrast"):
         assert np.array_equal(getattr(back, name), getattr(got, name)), name
     assert np.array_equal(mi.image_distance(got, back), mi.image_distance(got, got))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw, ImageOps
+from PIL import Image, ImageDraw, ImageEnhance, ImageOps
 from skimage import data
 
 from mmdedup import Platform
@@ -208,3 +208,22 @@ def test_edited_copies_of_a_flat_graphic_found(platform: Platform, tmp_path: Pat
         assert pair is not None and pair["tier"] in ("medium", "strong"), (copy, pair)
     other = pairs.get(("other.png", "slide.png"))
     assert other is None or other["tier"] == "weak", other
+
+
+def test_a_slide_in_other_colours_is_weak_and_a_vivid_copy_strong(platform: Platform, tmp_path: Path) -> None:
+    """The same layout in another colour theme shares every code with the slide (pHash
+    reads brightness alone): it is shown weak, for a person to judge, with the reason in
+    its details, never merged; a copy with its colours made more vivid is still merged."""
+    folder = tmp_path / "themes"
+    slide = _slide(5)
+    y, cb, cr = slide.convert("YCbCr").split()
+    save(slide, folder / "slide.png")
+    save(Image.merge("YCbCr", (y, cr, cb)).convert("RGB"), folder / "theme.png")
+    save(ImageEnhance.Color(slide).enhance(1.5), folder / "vivid.jpg", quality=90)
+    platform.ingest(folder)
+    pairs = {tuple(sorted((p["a"], p["b"]))): p for p in platform.pairs("weak")}
+    vivid = pairs[("slide.png", "vivid.jpg")]
+    assert vivid["tier"] == "strong" and vivid["details"]["image"]["tone_apart"] == 0.0, vivid
+    theme = pairs.get(("slide.png", "theme.png"))
+    assert theme is not None and theme["tier"] == "weak", theme
+    assert theme["details"]["image"]["tone_apart"] == 1.0

@@ -218,7 +218,8 @@ class Scan:
         self.image_owner = np.repeat(np.fromiter(blobs, np.int64, len(blobs)), [len(c) for c in codes])
         self.codes = mi.ImageCodes(*(np.concatenate([getattr(c, f) for c in codes]) for f in
                                      ("scales", "dhash")), errors=[None] * len(self.image_owner),
-                                   anchored=np.concatenate([c.anchored for c in codes]))
+                                   **{f: np.concatenate([getattr(c, f) for c in codes])
+                                      for f in ("anchored", "chroma", "contrast")})
         self.image_rows = np.array([self.pk_row[pk] for pk in self.image_owner.tolist()], np.int64)
         self.load_s = time.perf_counter() - start
 

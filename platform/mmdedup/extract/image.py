@@ -23,6 +23,10 @@ does not survive is handled around it, each step kept only because the image ben
   the eight variants and the centres make; three pairs of one alignment agreeing is not,
   so the mean spreads different pictures away from copies that a single best pairing
   (the earlier rule: the minimum over full and centre codes) brought together;
+- a pHash reads neither colour nor contrast, so pictures alike in grey but not in colour
+  (a layout in another colour theme, flat graphics) or a flat one and a detailed one can
+  share codes: each picture also carries its tone (`TONE_FLOOR`), and a pair whose tones
+  part it is held to the weak band;
 - dHash (brightness gradients of a 9x8 thumbnail) is computed and stored as a second,
   independent code for review and for later use, but is not part of the signal: in the
   bench it brings different photos to 8 bits apart, and confirming borderline pHash
@@ -58,9 +62,9 @@ from .simhash import hamming
 # a short side of WORK_SIDE to 2 x WORK_SIDE pixels before trimming and hashing. A JPEG is
 # decoded straight to that size (draft mode: libjpeg's scaled IDCT, 1/2 to 1/8), which
 # saves most of the decoding; any other format is decoded whole and reduced by whole-pixel
-# box averaging. The codes read a grey picture (a JPEG decodes its brightness alone); CLIP,
-# when it is on, a colour one decoded to the same size (LoadedItem.pictures), so the codes
-# are the same with CLIP on or off.
+# box averaging. The codes read a grey picture and the tone its colour (a JPEG decodes as
+# YCbCr, without the conversion to RGB); CLIP, when it is on, an RGB one decoded to the
+# same size (LoadedItem.pictures), so the codes are the same with CLIP on or off.
 WORK_SIDE = 320
 
 # Pillow frees every picture's memory block when the picture goes and asks the C library
@@ -137,6 +141,28 @@ INDEXED_ANCHOR = len(SCALES) - 1  # the innermost scale of an INDEXED_ANCHORS ch
 # moved more than its whole (a small picture rotated about a subject in its middle) is
 # still near by its whole; one pair of codes is weaker evidence than an alignment's three.
 WHOLE_PENALTY = 4
+# Tone: what a pHash throws away. It compares DCT coefficients with their median, so it
+# reads neither colour nor contrast: a red retina on black and a white cup on brown wood
+# in the same layout, a flat grey sky and a star field, two flat graphics of different
+# colours can share codes as closely as an edited copy does. Each picture also carries
+# its colour (the chroma of its trimmed picture on a TONE_GRID x TONE_GRID grid: each
+# cell's Cb and Cr off grey, over its brightness plus TONE_DARK, so a brightened copy
+# keeps it and a dark cell's noise counts little) and its contrast (the spread of its
+# innermost thumbnail). A copy's saturation may have been changed (a filter, a contrast
+# edit), so the query's grid is scaled by the gain, 1/COLOUR_GAIN to COLOUR_GAIN, that
+# fits the stored one best; a pair whose colours still differ by more than COLOUR_APART
+# (the mean over the cells of |dCb| + |dCr|, the closest of the eight variants), both
+# pictures colourful (mean chroma at least COLOURFUL: a grey copy or a dark field has no
+# colour to compare), or whose contrasts differ more than CONTRAST_APART times, is no
+# closer than TONE_FLOOR bits: still shown, for a person to judge (a copy whose hues were
+# shifted lands there too), never merged unseen.
+TONE_GRID = 2
+TONE_DARK = 16.0
+COLOURFUL = 8.0
+COLOUR_GAIN = 2.0
+COLOUR_APART = 16.0
+CONTRAST_APART = 4.0
+TONE_FLOOR = 12.0
 
 HASH_SIZE = 8  # 8x8 bits = 64
 HASH_CHUNK = 64  # pictures whose thumbnails are hashed at once (see codes_of)
@@ -157,11 +183,12 @@ PIL_DIHEDRAL = (
 )
 
 IMAGE_VERSION = (
-    f"img5-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
+    f"img6-phash{HASH_SIZE}x{PHASH_SIDE}+dhash{HASH_SIZE}"
     f"-scales{'/'.join(f'{f:g}' for f in SCALES)}-shift{SHIFT}-best{BEST_OF}-whole{WHOLE_PENALTY}"
     f"-trim{TRIM_TOLERANCE}/{TRIM_SHARE:g}+{TRIM_FRINGE}@{TRIM_FRINGE_TOLERANCE}/{TRIM_FRINGE_SHARE:g}"
     f"x{TRIM_PASSES}-anchors{len(PLACES)}x{len(PLACES)}+4v{len(BETWEEN_VARIANTS)}@{'/'.join(map(str, ANCHOR_SHIFTS))}+{ANCHOR_PENALTY:g}<{ANCHOR_REACH:g}"
     f"-short{WORK_SIDE}-lanczosmat-d8query"
+    f"-tone{TONE_GRID}+{TONE_DARK:g}:{COLOURFUL:g}/{COLOUR_APART:g}g{COLOUR_GAIN:g}x{CONTRAST_APART:g}>{TONE_FLOOR:g}"
 )
 
 
@@ -182,7 +209,7 @@ class ImageError(ValueError):
 
 
 def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None,
-               grey: bool = False) -> Image.Image:
+               codes: bool = False) -> Image.Image:
     """Decode one encoded image to an upright 8-bit RGB picture, or raise `ImageError`.
 
     The canvas size is read from the header and refused over `max_pixels` before any pixel
@@ -192,8 +219,9 @@ def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None,
     flattened onto white (how pages show it), and every mode brought to RGB by its meaning,
     not its bytes (16-bit and float greys scaled, not clipped; palettes and CMYK converted).
     `draft_side` lets JPEGs decode directly at a reduced scale no smaller than that.
-    `grey`: an 8-bit grey picture instead (L, by the same meaning of every mode); a JPEG
-    then decodes its brightness alone, without the colour planes (a third faster).
+    `codes`: for the codes (`load_picture`): a grey picture stays grey (L); a colour JPEG
+    decodes as YCbCr, its brightness plane the grey one a JPEG's grey decoding gives,
+    without the conversion to RGB; any other picture is RGB.
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"image must be bytes, not {type(data).__name__}")
@@ -212,7 +240,7 @@ def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None,
             # Pillow opens an animation (GIF, APNG, WebP) at its first frame; asking for
             # n_frames would walk every frame of a possibly hostile file, so we do not.
             if draft_side and im.format == "JPEG" and im.mode in ("RGB", "L", "CMYK"):
-                im.draft("L" if grey and im.mode != "CMYK" else im.mode, (draft_side, draft_side))
+                im.draft("YCbCr" if codes and im.mode == "RGB" else im.mode, (draft_side, draft_side))
             im.load()
     except ImageError:
         raise
@@ -226,8 +254,8 @@ def load_image(data: bytes, max_pixels: int, *, draft_side: int | None = None,
         raise ImageError("corrupt_image", f"{type(exc).__name__}: {exc}") from exc
     try:
         im = _upright(im)
-        if grey:
-            return im if im.mode == "L" else _to_rgb(im).convert("L")
+        if codes and im.mode in ("L", "YCbCr"):
+            return im
         return _to_rgb(im)
     except ImageError:
         raise
@@ -417,10 +445,16 @@ def work_size(img: Image.Image, side: int | None = None) -> Image.Image:
     return img.reduce(factor) if factor >= 2 else img
 
 
-def load_picture(data: bytes, max_pixels: int, *, grey: bool = False) -> Image.Image:
+def load_picture(data: bytes, max_pixels: int, *, codes: bool = False) -> Image.Image:
     """An encoded picture decoded at work size (`load_image`, then `work_size`): what CLIP
-    reads, and, `grey`, what the codes read."""
-    return work_size(load_image(data, max_pixels, draft_side=WORK_SIDE, grey=grey))
+    reads, and, `codes`, what the codes read: a grey picture (L), or a colour one as YCbCr
+    (a JPEG as it decodes; any other format's grey plane made before the reduction, the
+    grey the codes have always read, beside the Cb and Cr of the reduced picture)."""
+    im = load_image(data, max_pixels, draft_side=WORK_SIDE, codes=codes)
+    if codes and im.mode == "RGB":
+        _, cb, cr = work_size(im).convert("YCbCr").split()
+        return Image.merge("YCbCr", (work_size(im.convert("L")), cb, cr))
+    return work_size(im)
 
 
 def prepare(img: Image.Image) -> Image.Image:
@@ -654,8 +688,10 @@ class ImageCodes:
     code of its mirrored and rotated variants (DIHEDRAL order), which only queries use.
     `anchored` uint64 (n, len(ANCHORS), len(SCALES) - 1, 8): the chains placed at the
     corners, the edges and between (`ANCHORS`), scales SCALES[1:], column v the code of
-    the region placed at ANCHORS[a] in the picture as given, seen in variant v. Rows whose image failed carry zeros and their `ImageError` in `errors`; `ok` masks
-    them out.
+    the region placed at ANCHORS[a] in the picture as given, seen in variant v.
+    `chroma` float32 (n, TONE_GRID, TONE_GRID, 2) and `contrast` float32 (n,): the
+    picture's tone as given (see TONE_FLOOR), NaN where unknown (never apart). Rows whose
+    image failed carry zeros and their `ImageError` in `errors`; `ok` masks them out.
     """
 
     scales: np.ndarray
@@ -663,10 +699,17 @@ class ImageCodes:
     errors: list[ImageError | None] = field(default_factory=list)
     version: str = IMAGE_VERSION
     anchored: np.ndarray | None = None
+    chroma: np.ndarray | None = None
+    contrast: np.ndarray | None = None
 
     def __post_init__(self) -> None:
+        n = len(self.scales)
         if self.anchored is None:  # codes made without them: no anchored chain compares
-            self.anchored = np.zeros((len(self.scales), len(ANCHORS), len(SCALES) - 1, 8), np.uint64)
+            self.anchored = np.zeros((n, len(ANCHORS), len(SCALES) - 1, 8), np.uint64)
+        if self.chroma is None:
+            self.chroma = np.full((n, TONE_GRID, TONE_GRID, 2), np.nan, np.float32)
+        if self.contrast is None:
+            self.contrast = np.full(n, np.nan, np.float32)
 
     @property
     def phash(self) -> np.ndarray:
@@ -684,20 +727,42 @@ class ImageCodes:
         rows = np.asarray(rows)
         return ImageCodes(self.scales[rows], self.dhash[rows],
                           [self.errors[int(r)] for r in np.atleast_1d(rows)], self.version,
-                          self.anchored[rows])
+                          self.anchored[rows], self.chroma[rows], self.contrast[rows])
+
+
+def _grey(small: Image.Image) -> Image.Image:
+    """The grey plane the codes read: a YCbCr picture's brightness plane (a JPEG's grey
+    decoding, or the grey `load_picture` made), or a colour one converted."""
+    if small.mode == "L":
+        return small
+    return small.getchannel(0) if small.mode == "YCbCr" else small.convert("L")
+
+
+def _chroma(small: Image.Image, box: tuple[int, int, int, int]) -> np.ndarray:
+    """float32 (TONE_GRID, TONE_GRID, 2): each cell's Cb and Cr off grey over its
+    brightness plus TONE_DARK, of a work-size picture (L, YCbCr or RGB) inside its border
+    box; zeros for a grey picture."""
+    if small.mode == "L":
+        return np.zeros((TONE_GRID, TONE_GRID, 2), np.float32)
+    ycc = small if small.mode == "YCbCr" else small.convert("YCbCr")
+    cells = np.asarray(ycc.crop(box).resize((TONE_GRID, TONE_GRID), Image.Resampling.BOX), np.float32)
+    return (cells[..., 1:] - 128.0) * (128.0 / (cells[..., :1] + TONE_DARK))
 
 
 def codes_of(images: Sequence[Image.Image | None],
              errors: list[ImageError | None] | None = None) -> ImageCodes:
-    """Codes of decoded pictures, grey or RGB (None for a failed one): each brought to work size,
-    grey, its borders found (`border_box`), and its thumbnails made from that one array
-    (`_thumbnails`). `image_codes` is the entry point for encoded bytes."""
+    """Codes of decoded pictures, grey, YCbCr or RGB (None for a failed one): each brought
+    to work size, its grey plane's borders found (`border_box`), its thumbnails made from
+    that one array (`_thumbnails`), and its tone read. `image_codes` is the entry point for
+    encoded bytes."""
     n = len(images)
     errors = list(errors) if errors is not None else [None] * n
     good = [i for i, im in enumerate(images) if im is not None and errors[i] is None]
     scales = np.zeros((n, len(SCALES), 8), np.uint64)
     anchored = np.zeros((n, len(ANCHORS), len(SCALES) - 1, 8), np.uint64)
     dhash = np.zeros((n, 8), np.uint64)
+    chroma = np.full((n, TONE_GRID, TONE_GRID, 2), np.nan, np.float32)
+    contrast = np.full(n, np.nan, np.float32)
     # HASH_CHUNK pictures at a time: a picture's 117 thumbnails are about 1 MB of float64,
     # so a large batch at once would not fit in memory
     for start in range(0, len(good), HASH_CHUNK):
@@ -705,8 +770,10 @@ def codes_of(images: Sequence[Image.Image | None],
         for i in good[start:start + HASH_CHUNK]:
             try:
                 small = work_size(images[i])
-                grey = np.asarray(small if small.mode == "L" else small.convert("L"))
-                thumbs.append(_thumbnails(grey, _border_box(grey.astype(np.int16))))
+                grey = np.asarray(_grey(small))
+                box = _border_box(grey.astype(np.int16))
+                thumbs.append(_thumbnails(grey, box))
+                chroma[i] = _chroma(small, box)
                 rows.append(i)
             except Exception as exc:  # noqa: BLE001 - a decoded picture can still fail lazily
                 errors[i] = ImageError("corrupt_image", f"{type(exc).__name__}: {exc}")
@@ -717,7 +784,8 @@ def codes_of(images: Sequence[Image.Image | None],
         anchored[rows] = _phash_of_thumbs(an.reshape(-1, PHASH_SIDE, PHASH_SIDE)).reshape(
             len(rows), len(ANCHORS), len(SCALES) - 1, 8)
         dhash[rows] = _dhash_of_thumbs(wide, tall)
-    return ImageCodes(scales, dhash, errors=errors, anchored=anchored)
+        contrast[rows] = sc[:, -1].std(axis=(1, 2))
+    return ImageCodes(scales, dhash, errors=errors, anchored=anchored, chroma=chroma, contrast=contrast)
 
 
 def image_codes(images: list[bytes], max_pixels: int) -> ImageCodes:
@@ -726,7 +794,7 @@ def image_codes(images: list[bytes], max_pixels: int) -> ImageCodes:
     errors: list[ImageError | None] = []
     for data in images:
         try:
-            pictures.append(load_picture(data, max_pixels, grey=True))
+            pictures.append(load_picture(data, max_pixels, codes=True))
             errors.append(None)
         except ImageError as exc:
             pictures.append(None)
@@ -798,6 +866,36 @@ def _anchored_distance(qwhole: np.ndarray, qanch: np.ndarray, swhole: np.ndarray
     return dist
 
 
+def _tone_apart(qchroma: np.ndarray, qcontrast: np.ndarray, schroma: np.ndarray,
+                scontrast: np.ndarray) -> np.ndarray:
+    """bool (nq, ns): the pairs whose colours or contrasts say they are different pictures
+    (TONE_FLOOR), of query tones (chroma (nq, g, g, 2), contrast (nq,)) against stored
+    ones. The query's colour grid is compared in its eight variants, each scaled by the
+    gain that fits the stored grid best (COLOUR_GAIN), the closest counting; NaN (tone
+    unknown) is never apart."""
+    q, qt = qchroma, qchroma.transpose(0, 2, 1, 3)
+    x = np.stack([q, q[:, :, ::-1], q[:, ::-1], q[:, ::-1, ::-1],
+                  qt, qt[:, ::-1], qt[:, :, ::-1], qt[:, ::-1, ::-1]], axis=1).reshape(len(q), 8, -1)
+    y = schroma.reshape(len(schroma), -1)
+    fit = np.einsum("qvm,sm->qsv", x, y) / np.maximum((x * x).sum(axis=-1), 1e-6)[:, None, :]
+    gain = np.clip(fit, 1.0 / COLOUR_GAIN, COLOUR_GAIN)
+    left = np.abs(y[None, :, None, :] - gain[..., None] * x[:, None, :, :]).sum(axis=-1)
+    colour = left.min(axis=2) / (TONE_GRID * TONE_GRID)
+
+    def colourful(c: np.ndarray) -> np.ndarray:
+        return np.hypot(c[..., 0], c[..., 1]).mean(axis=(1, 2)) >= COLOURFUL
+
+    apart = (colour > COLOUR_APART) & colourful(qchroma)[:, None] & colourful(schroma)[None, :]
+    low = np.minimum(qcontrast[:, None], scontrast[None, :]) + 1.0
+    high = np.maximum(qcontrast[:, None], scontrast[None, :]) + 1.0
+    return apart | (high > CONTRAST_APART * low)
+
+
+def tone_apart(query: ImageCodes, stored: ImageCodes) -> np.ndarray:
+    """bool (nq, ns): the pairs of pictures whose tones part them (TONE_FLOOR)."""
+    return _tone_apart(query.chroma, query.contrast, stored.chroma, stored.contrast)
+
+
 def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True) -> np.ndarray:
     """float (nq, ns): the distance between query image i and stored image j, in bits
     (0..64, in thirds: a mean of BEST_OF Hamming distances).
@@ -808,9 +906,10 @@ def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True
     or two scales along, a rotation's corners or a corner logo spoil the outer scales of
     the alignment, which the best three leave out; or the whole pictures' codes alone plus
     WHOLE_PENALTY, if smaller; or the same along the chains placed at a corner, an edge or
-    between (`ANCHORS`: a crop cut unevenly), ANCHOR_PENALTY added, up to ANCHOR_REACH.
-    Without `centre`, the whole pictures' codes alone (the
-    smallest over the variants, no penalty). Rows or columns of failed images are 64.
+    between (`ANCHORS`: a crop cut unevenly), ANCHOR_PENALTY added, up to ANCHOR_REACH;
+    and no closer than TONE_FLOOR where the two pictures' tones are apart (`_tone_apart`).
+    Without `centre`, the whole pictures' codes alone (the smallest over the variants, no
+    penalty, no tone: plain pHash). Rows or columns of failed images are 64.
     Only the stored pictures' column 0 is read: the store keeps nothing else."""
     if not centre:
         dist = hamming(query.phash[:, None, :], stored.phash[None, :, 0, None]).min(axis=2)
@@ -822,9 +921,11 @@ def image_distance(query: ImageCodes, stored: ImageCodes, *, centre: bool = True
         sanch = stored.anchored[:, :, :, 0]
         for start in range(0, len(query), step):
             rows = slice(start, start + step)
-            dist[rows] = np.minimum(
+            near = np.minimum(
                 _chain_distance(query.scales[rows], stored.scales[:, :, 0]),
                 _anchored_distance(query.scales[rows, 0], query.anchored[rows], stored.scales[:, 0, 0], sanch))
+            apart = _tone_apart(query.chroma[rows], query.contrast[rows], stored.chroma, stored.contrast)
+            dist[rows] = np.where(apart, np.maximum(near, TONE_FLOOR), near)
     dist[~query.ok, :] = 64
     dist[:, ~stored.ok] = 64
     return np.minimum(dist, 64)

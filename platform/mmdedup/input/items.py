@@ -481,14 +481,14 @@ def stored_file(rel: str, source: str | None, root: Path | None = None) -> Path:
 
 def read_stored_picture(rel: str, source: str | None, sha256: str, settings: Settings) -> Any:
     """A stored picture read again from its file and decoded as ingest decodes it for the
-    codes (grey), or an
+    codes (`load_picture(codes=True)`), or an
     `InputError`: the file is gone or unreadable ("missing_file", ...), its bytes are not
     the ones ingested ("changed_file"), or it no longer decodes."""
     data = read_file(stored_file(rel, source), rel, settings)
     if hashlib.sha256(data).hexdigest() != sha256:
         raise InputError("changed_file", f"{rel}: the file changed since it was ingested")
     try:
-        return load_picture(data, settings.max_image_pixels, grey=True)
+        return load_picture(data, settings.max_image_pixels, codes=True)
     except ImageError as exc:
         raise InputError(exc.reason, f"{rel}: {exc.detail}") from exc
 
@@ -517,16 +517,16 @@ def _decode_media(assets: list[LoadedAsset], settings: Settings, keep_pixels: bo
     images, decoded = None, None
     pictures = [a for a in assets if a.role == "image"]
     if pictures:
-        grey, decoded = [], []
+        planes, decoded = [], []
         for asset in pictures:
             try:
-                grey.append(load_picture(asset.data, settings.max_image_pixels, grey=True))
+                planes.append(load_picture(asset.data, settings.max_image_pixels, codes=True))
                 if keep_pixels:  # CLIP reads colour: a second decode, only when it is on
                     decoded.append(load_picture(asset.data, settings.max_image_pixels))
             except ImageError as error:
                 raise _Unreadable(asset, error) from error
             asset.width, asset.height = canvas_size(asset.data)
-        images = codes_of(grey, [None] * len(grey))
+        images = codes_of(planes, [None] * len(planes))
     video = None
     clip = next((a for a in assets if a.role == "video"), None)
     if clip is not None:

@@ -30,7 +30,7 @@ from tqdm import tqdm
 
 from ..config import Calibration, Knots, Number, SignalSettings, setting
 from ..extract.image import (ANCHOR_SHIFTS, ANCHORS, INDEXED, INDEXED_ANCHOR, INDEXED_ANCHORS, IMAGE_VERSION, SCALES, SHIFT,
-                             ImageCodes, codes_of, image_distance)
+                             TONE_GRID, ImageCodes, codes_of, image_distance, tone_apart)
 from ..index.hamming import HammingIndex
 from ..index.slots import distinct_pairs, entry_ids
 from ..input.items import InputError, LoadedItem, read_stored_picture
@@ -50,6 +50,7 @@ RESIGN_CHUNK = 200  # items signed again per transaction (each file read and dec
 # the item again closes them, as a rerun of an ingest closes its own).
 RESIGN_SOURCE = "resign:image"
 INDEXED_AT = len(INDEXED_ANCHORS)  # anchored chains a picture whose innermost code is indexed
+TONE_VALUES = TONE_GRID * TONE_GRID * 2 + 1  # a picture's tone: its chroma grid and contrast
 
 
 @dataclass(frozen=True)
@@ -221,15 +222,27 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
 
     @staticmethod
     def pack(codes: ImageCodes) -> bytes:
-        anchored = codes.anchored.reshape(len(codes), -1, 8)
-        return np.concatenate([codes.scales, anchored, codes.dhash[:, None]], axis=1).astype("<u8").tobytes()
+        """A picture's codes as rows of eight little-endian uint64: the scale chain, the
+        anchored chains, the dHash, and one row of sixteen float32 holding its tone (the
+        chroma grid, the contrast, zeros)."""
+        n = len(codes)
+        anchored = codes.anchored.reshape(n, -1, 8)
+        tone = np.zeros((n, 16), "<f4")
+        tone[:, :TONE_VALUES - 1] = codes.chroma.reshape(n, -1)
+        tone[:, TONE_VALUES - 1] = codes.contrast
+        rows = np.concatenate([codes.scales, anchored, codes.dhash[:, None]], axis=1).astype("<u8")
+        return np.concatenate([rows, tone.view("<u8")[:, None]], axis=1).tobytes()
 
     @staticmethod
     def unpack(blob: bytes) -> ImageCodes:
         k = len(SCALES)
-        raw = np.frombuffer(blob, "<u8").reshape(-1, k + len(ANCHORS) * (k - 1) + 1, 8).astype(np.uint64)
+        raw = np.frombuffer(blob, "<u8").reshape(-1, k + len(ANCHORS) * (k - 1) + 2, 8)
+        tone = np.ascontiguousarray(raw[:, -1]).view("<f4").astype(np.float32)
+        raw = raw[:, :-1].astype(np.uint64)
         return ImageCodes(raw[:, :k], raw[:, -1], errors=[None] * len(raw),
-                          anchored=raw[:, k:-1].reshape(len(raw), len(ANCHORS), k - 1, 8))
+                          anchored=raw[:, k:-1].reshape(len(raw), len(ANCHORS), k - 1, 8),
+                          chroma=tone[:, :TONE_VALUES - 1].reshape(len(raw), TONE_GRID, TONE_GRID, 2),
+                          contrast=tone[:, TONE_VALUES - 1].copy())
 
     def new_index(self) -> ImageIndex:
         return ImageIndex(HammingIndex(), HammingIndex(), HammingIndex())
@@ -286,5 +299,12 @@ class ImageSignal(Signal[ImageCodes, ImageSettings]):
         return distinct_pairs(np.concatenate(rows), np.concatenate(found))[:2]
 
     def similarity(self, a: list[ImageCodes], b: list[ImageCodes]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        bits = np.array([float(image_distance(x, y).min()) for x, y in zip(a, b)], np.float64)
-        return bits, {"bits": bits}
+        """The best pair of the two items' pictures: its distance, and whether their tones
+        held it back (`tone_apart`: the reason a pair alike in grey is only weak)."""
+        bits, apart = np.empty(len(a)), np.empty(len(a))
+        for k, (x, y) in enumerate(zip(a, b)):
+            d = image_distance(x, y)
+            i, j = np.unravel_index(np.argmin(d), d.shape)
+            bits[k] = d[i, j]
+            apart[k] = float(tone_apart(x.take([i]), y.take([j]))[0, 0])
+        return bits, {"bits": bits, "tone_apart": apart}
