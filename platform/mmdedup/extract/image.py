@@ -873,9 +873,7 @@ def _tone_apart(qchroma: np.ndarray, qcontrast: np.ndarray, schroma: np.ndarray,
     ones. The query's colour grid is compared in its eight variants, each scaled by the
     gain that fits the stored grid best (COLOUR_GAIN), the closest counting; NaN (tone
     unknown) is never apart."""
-    q, qt = qchroma, qchroma.transpose(0, 2, 1, 3)
-    x = np.stack([q, q[:, :, ::-1], q[:, ::-1], q[:, ::-1, ::-1],
-                  qt, qt[:, ::-1], qt[:, :, ::-1], qt[:, ::-1, ::-1]], axis=1).reshape(len(q), 8, -1)
+    x = _dihedral(qchroma, qchroma.transpose(0, 2, 1, 3)).reshape(len(qchroma), 8, -1)
     y = schroma.reshape(len(schroma), -1)
     fit = np.einsum("qvm,sm->qsv", x, y) / np.maximum((x * x).sum(axis=-1), 1e-6)[:, None, :]
     gain = np.clip(fit, 1.0 / COLOUR_GAIN, COLOUR_GAIN)
