@@ -51,7 +51,7 @@ recall of the benchmark pairs at the weak, medium and strong tiers under both ma
 the exact settings lines of the fitted maps.
 
     python scripts/calibrate_signals.py [--seed 1] [--prior 0.01] [--signals text,image,video]
-                                        [--semantic] [--clips 10]
+                                        [--semantic] [--clips 10] [--at-recall 0.781,0.9]
 """
 
 from __future__ import annotations
@@ -589,7 +589,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="share of compared pairs that are duplicates (the base rate)")
     ap.add_argument("--signals", default="text,image,video,semantic")
     ap.add_argument("--clips", type=int, default=10, help="video clips (at most 10)")
+    ap.add_argument("--at-recall", default="",
+                    help="comma-separated recalls: the raw threshold that reaches each and the "
+                         "other pairs within it (the raw figure itself, apart from any map: to "
+                         "set it beside an earlier revision's tier at that tier's recall)")
     args = ap.parse_args(argv)
+    recalls = [float(r) for r in args.at_recall.split(",") if r.strip()]
     warnings.simplefilter("ignore")
     settings = Settings()
     tiers = {"weak": settings.tier_weak, "medium": settings.tier_medium, "strong": settings.tier_strong}
@@ -638,6 +643,10 @@ def main(argv: list[str] | None = None) -> int:
             rf_at = raw_at(fit, t, signal.increasing)
             print(f"| {tier} (>= {t:g}) | {_p(pc)} / {rc:.3f} ({fc}) | {_p(pf)} / {rf:.3f} ({ff}) | "
                   f"{rc_at:.4g} | {rf_at:.4g} |")
+        if recalls:
+            print("\n| recall asked | raw threshold | other pairs within | recall there |\n|---|---|---|---|")
+            for r, threshold, others, got in operating_points(data.raw, data.label, signal.increasing, recalls):
+                print(f"| {r:g} | {threshold:.4g} | {others:,} | {got:.3f} |")
         verdicts[name] = at_least_as_good(cur, new)
         print(f"\nFitted map at least as good on these pairs (recall not lower at equal or better "
               f"precision, every tier): {'yes' if verdicts[name] else 'NO'}\n")
@@ -653,6 +662,21 @@ def main(argv: list[str] | None = None) -> int:
             for name in (n for n in fitted if n not in good):
                 print(config_lines(SIGNALS[name], fitted[name], command))
     return 0
+
+
+def operating_points(raw: np.ndarray, label: np.ndarray, increasing: bool, recalls: list[float]
+                     ) -> list[tuple[float, float, int, float]]:
+    """(recall asked, the loosest raw threshold reaching it, the non-duplicate pairs within
+    that threshold, the recall there) for each recall."""
+    pos = np.sort(raw[label])
+    if increasing:
+        pos = pos[::-1]
+    out = []
+    for r in recalls:
+        threshold = float(pos[min(len(pos), max(1, int(np.ceil(r * len(pos))))) - 1])
+        within = raw >= threshold if increasing else raw <= threshold
+        out.append((r, threshold, int((within & ~label).sum()), float(within[label].mean())))
+    return out
 
 
 def _p(precision: float) -> str:

@@ -172,6 +172,15 @@ def test_tier_table_and_verdict() -> None:
                                    cs.tier_table(raw, label, ((0.0, 0.0), (1.0, 0.75)), tiers))
 
 
+def test_operating_points_of_a_distance_and_a_similarity() -> None:
+    """The loosest threshold reaching each recall, and the other pairs it lets in."""
+    bits = np.array([2.0, 4.0, 6.0, 8.0, 5.0, 9.0])
+    label = np.array([True, True, True, True, False, False])
+    assert cs.operating_points(bits, label, False, [0.5, 0.75, 1.0]) == [
+        (0.5, 4.0, 0, 0.5), (0.75, 6.0, 1, 0.75), (1.0, 8.0, 1, 1.0)]
+    assert cs.operating_points(-bits, label, True, [0.75]) == [(0.75, -6.0, 1, 0.75)]
+
+
 def test_config_lines_round_trip() -> None:
     """The printed lines are Python that gives back the knots."""
     knots = ((0.0, 0.0), (0.288, 0.1), (0.376, 0.5), (0.419, 0.7), (0.441, 0.8), (0.463, 0.9), (1.0, 1.0))
